@@ -1,0 +1,88 @@
+# lathist: build, run, test.
+#   make          build ./lathist (needs the Debian packages in scripts/deps.sh)
+#   make run      install missing packages, build, trace runqueue latency for 5 s
+#   make check    install missing packages, build, run every test
+#   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
+#   make bench    overhead benchmarks (see bench/README.md)
+
+ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= gcc
+OUT := build
+
+TOOLS := runq
+LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c \
+	src/util.c src/cli.c src/bpfcommon.c src/tool.c
+TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
+
+CFLAGS ?= -O2 -g
+CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -I$(OUT)
+LIBS := $(shell pkg-config --libs libbpf json-c 2>/dev/null || echo -lbpf -ljson-c) -lelf -lz -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall \
+	-Wno-unused-function
+
+LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
+TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
+SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
+HEADERS := $(wildcard include/*.h src/*.h)
+
+.PHONY: all run check deps test-deps unit integration vmlinux bench clean
+all: lathist
+
+deps:
+	@scripts/deps.sh build
+test-deps:
+	@scripts/deps.sh test
+
+$(OUT):
+	@mkdir -p $@
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(HEADERS) | $(OUT)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/%.o: src/%.c $(HEADERS) $(SKELS) | $(OUT)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+run: deps
+	@$(MAKE) --no-print-directory lathist
+	@mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+	./lathist runq -d 5
+
+# ---- tests ----
+UNIT_TESTS := test_hist test_util test_opts test_counters
+UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
+WORKLOADS := $(OUT)/tests/runqwork
+
+$(OUT)/tests:
+	@mkdir -p $@
+
+$(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) $(TOOL_OBJS) $(HEADERS) | $(OUT)/tests
+	$(CC) $(CFLAGS) $< $(LIB_OBJS) $(TOOL_OBJS) $(LIBS) -lcmocka -o $@
+
+$(OUT)/tests/%: tests/workload/%.c | $(OUT)/tests
+	$(CC) -O2 -g -Wall -Wextra -std=gnu11 -D_GNU_SOURCE $< -lpthread -o $@
+
+unit: lathist $(UNIT_BINS)
+integration: lathist $(WORKLOADS)
+
+check: deps test-deps
+	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS)
+	python3 tests/run.py
+
+# ---- maintenance ----
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
+
+bench: deps lathist $(WORKLOADS)
+	@scripts/deps.sh bench
+	bench/runq_overhead.sh
+
+clean:
+	rm -rf $(OUT) lathist

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BPF helpers shared by every lathist tool: the per-CPU event/loss counters
+ * and the histogram update. Include once per BPF object.
+ */
+#ifndef LATHIST_BPF_H
+#define LATHIST_BPF_H
+
+#include "hist_slot.h"
+#include "counters.h"
+
+#ifndef E2BIG
+#define E2BIG 7
+#endif
+#ifndef ENOMEM
+#define ENOMEM 12
+#endif
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+/* Histogram scheme, set by the loader before load. */
+const volatile __u32 hist_precision = 0;
+const volatile __u32 hist_nslots = LH_NSLOTS(0);
+const volatile __u64 hist_unit_ns = 1000;	/* slot values are delta / unit */
+
+/* Interval double buffer: the loader flips it, waits an RCU grace period and
+ * reads the other half, so no increment lands in a half being read. */
+volatile __u32 hist_buf;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lh_counters);
+} lathist_counters SEC(".maps");
+
+/* All-zero histogram value used to create hash entries (value size set at load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
+} lathist_zero_hist SEC(".maps");
+
+static __always_inline struct lh_counters *lh_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&lathist_counters, &zero);
+}
+
+/* Count a failed map update by errno class: base is the E2BIG class,
+ * base + 1 ENOMEM, base + 2 anything else. */
+static __always_inline void lh_count_map_err(struct lh_counters *c, int base, long err)
+{
+	int i = base + 2;
+
+	if (err == -E2BIG)
+		i = base;
+	else if (err == -ENOMEM)
+		i = base + 1;
+	if (i >= 0 && i < LH_NR_COUNTERS)
+		c->v[i]++;
+}
+
+/* Add one event of delta_ns to a histogram value. */
+static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
+{
+	__u64 *slots = (__u64 *)(h + 1);
+	__u64 s = lh_slot(delta_ns / hist_unit_ns, hist_precision);
+
+	/* keep the bound check on the register that indexes (clang may copy it) */
+	barrier_var(s);
+	if (s >= hist_nslots)
+		s = hist_nslots - 1;
+	barrier_var(s);
+	h->sum_ns += delta_ns;
+	if (delta_ns > h->max_ns)
+		h->max_ns = delta_ns;
+	slots[s]++;
+}
+
+/* Find or create the histogram for key in a per-CPU hash; NULL (with the
+ * failure counted) when the map is full or out of memory. */
+static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
+							   struct lh_counters *c)
+{
+	struct lh_hist_head *h;
+	__u32 zero = 0;
+	void *init;
+	long err;
+
+	h = bpf_map_lookup_elem(map, key);
+	if (h)
+		return h;
+	init = bpf_map_lookup_elem(&lathist_zero_hist, &zero);
+	if (!init)
+		return NULL;
+	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		lh_count_map_err(c, LH_LOSS_HIST_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
+#endif /* LATHIST_BPF_H */

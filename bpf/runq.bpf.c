@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lathist runq: runqueue latency, split into wakeup latency (sched_wakeup /
+ * sched_wakeup_new -> switch-in) and preemption wait (switched out while
+ * runnable -> switch-in), aggregated in per-CPU histograms.
+ *
+ * Two variants of the same logic: tp_btf programs keep the pairing state in
+ * task local storage (no PID-keyed table, freed with the task); raw_tp
+ * programs, for kernels without tp_btf or task storage, keep it in a hash
+ * keyed by pid whose entries carry the task's start time so PID reuse is
+ * detected and counted. The loader loads one variant.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "lathist.bpf.h"
+#include "core_fixes.bpf.h"
+#include "runq.h"
+
+#define TASK_RUNNING 0
+
+/* Options, set by the loader before load. */
+const volatile __u32 group = RUNQ_GROUP_TOTAL;
+const volatile __u32 filter_tgid;
+const volatile __u32 filter_tid;
+const volatile __u64 filter_cgroup_id;
+const volatile bool filter_cpus;
+const volatile __u64 cpu_mask[RUNQ_MAX_CPUS / 64];
+/* sched_switch has had a prev_state argument since 5.18; the loader reads
+ * the tracepoint's BTF prototype and says whether this kernel passes it. */
+const volatile bool switch_has_prev_state = true;
+
+/* total and per-CPU: index = (kind - 1) + RUNQ_NR_HISTS * buf */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * RUNQ_NR_HISTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
+} runq_hist SEC(".maps");
+
+/* per process / per thread; max_entries set by the loader (--max-keys) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 10240);
+	__uint(key_size, sizeof(struct runq_hist_key));
+	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
+} runq_hist_keyed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct runq_start);
+} runq_task_start SEC(".maps");
+
+/* raw_tp fallback only; max_entries set by the loader (--max-tasks) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct runq_start);
+} runq_pid_start SEC(".maps");
+
+/* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
+#define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
+
+static __always_inline bool task_in_cgroup(struct task_struct *t)
+{
+	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+
+	/* walk up: the filter takes the cgroup and its descendants */
+	for (int i = 0; i < 32 && cg; i++) {
+		if (BPF_CORE_READ(cg, kn, id) == filter_cgroup_id)
+			return true;
+		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+	}
+	return false;
+}
+
+static __always_inline bool task_selected(struct task_struct *t, __u32 tid, __u32 tgid)
+{
+	if (filter_tgid && tgid != filter_tgid)
+		return false;
+	if (filter_tid && tid != filter_tid)
+		return false;
+	if (filter_cgroup_id && !task_in_cgroup(t))
+		return false;
+	return true;
+}
+
+static __always_inline bool cpu_selected(__u32 cpu)
+{
+	if (!filter_cpus)
+		return true;
+	if (cpu >= RUNQ_MAX_CPUS)
+		return false;
+	return (cpu_mask[cpu / 64] >> (cpu % 64)) & 1;
+}
+
+/*
+ * The task's pairing state; created when create is set. NULL when there is
+ * none (not created: the task has not been seen since tracing began) or it
+ * could not be created (counted).
+ */
+static __always_inline struct runq_start *start_get(struct task_struct *t, __u32 tid,
+						    bool btf, bool create,
+						    struct lh_counters *c)
+{
+	struct runq_start *s, init = {};
+	__u64 birth;
+	long err;
+
+	if (btf) {
+		s = bpf_task_storage_get(&runq_task_start, t, 0,
+					 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+		if (!s && create)
+			c->v[LH_LOSS_STORAGE]++;
+		return s;
+	}
+	birth = BPF_CORE_READ(t, start_time);
+	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
+	if (s && s->birth_ns != birth) {
+		/* an earlier task with this pid left a record (its exit was
+		 * missed): never pair across tasks */
+		if (s->ts)
+			c->v[LH_LOSS_STALE]++;
+		s->ts = 0;
+		s->kind = RUNQ_NONE;
+		s->birth_ns = birth;
+	}
+	if (s || !create)
+		return s;
+	init.birth_ns = birth;
+	err = bpf_map_update_elem(&runq_pid_start, &tid, &init, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&runq_pid_start, &tid);
+}
+
+static __always_inline int on_wakeup(struct task_struct *p, bool btf)
+{
+	struct lh_counters *c = lh_counters();
+	struct runq_start *s;
+	__u32 tid, tgid;
+
+	if (!c)
+		return 0;
+	tid = TREAD(btf, p, pid);
+	if (!tid)
+		return 0;
+	tgid = TREAD(btf, p, tgid);
+	if (!task_selected(p, tid, tgid)) {
+		c->v[LH_EV_FILTERED]++;
+		return 0;
+	}
+	s = start_get(p, tid, btf, true, c);
+	if (!s)
+		return 0;
+	if (s->ts) {
+		if (s->kind == RUNQ_PREEMPT) {
+			/* still queued since its preemption: that wait goes on */
+			c->v[LH_EV_WAKEUP_QUEUED]++;
+			return 0;
+		}
+		c->v[LH_LOSS_OVERWRITTEN]++;
+	}
+	s->ts = bpf_ktime_get_ns();
+	s->kind = RUNQ_WAKEUP;
+	c->v[LH_EV_STARTS_WAKEUP]++;
+	return 0;
+}
+
+static __always_inline void hist_record(struct task_struct *t, __u32 tid, __u32 tgid,
+					__u32 kind, __u64 delta, bool btf,
+					struct lh_counters *c)
+{
+	struct runq_hist_key key = {};
+	struct lh_hist_head *h;
+	struct task_struct *leader;
+	__u32 buf = hist_buf & 1;
+
+	if (group == RUNQ_GROUP_TOTAL || group == RUNQ_GROUP_CPU) {
+		__u32 idx = (kind - 1) + RUNQ_NR_HISTS * buf;
+
+		h = bpf_map_lookup_elem(&runq_hist, &idx);
+		if (h)
+			lh_hist_add(h, delta);
+		return;
+	}
+	key.kind = kind;
+	key.buf = buf;
+	key.tgid = tgid;
+	if (group == RUNQ_GROUP_THREAD) {
+		key.tid = tid;
+		key.birth_ns = TREAD(btf, t, start_time);
+	} else {
+		leader = TREAD(btf, t, group_leader);
+		key.birth_ns = BPF_CORE_READ(leader, start_time);
+	}
+	h = lh_hist_keyed(&runq_hist_keyed, &key, c);
+	if (!h)
+		return;
+	if (!h->comm[0]) {
+		if (group == RUNQ_GROUP_THREAD)
+			BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
+		else
+			BPF_CORE_READ_STR_INTO(&h->comm, t, group_leader, comm);
+	}
+	lh_hist_add(h, delta);
+}
+
+/* prev leaves the CPU: a runnable prev starts a preemption wait. */
+static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev,
+					   unsigned int prev_state, bool btf,
+					   struct lh_counters *c)
+{
+	struct runq_start *s;
+	__u32 tid, tgid;
+	bool runnable;
+	__u64 now = 0;
+
+	tid = TREAD(btf, prev, pid);
+	if (!tid)		/* the idle task is never paired */
+		return 0;
+	if (!switch_has_prev_state)
+		prev_state = task_state(prev);
+	runnable = preempt || prev_state == TASK_RUNNING;
+	if (!runnable) {
+		s = start_get(prev, tid, btf, false, c);
+		if (s && s->ts) {
+			/* woken while still on the CPU: that wakeup had no wait */
+			c->v[s->kind == RUNQ_WAKEUP ? LH_EV_WAKEUP_RUNNING : LH_LOSS_OVERWRITTEN]++;
+			s->ts = 0;
+		}
+		return 0;
+	}
+	tgid = TREAD(btf, prev, tgid);
+	if (!task_selected(prev, tid, tgid)) {
+		c->v[LH_EV_FILTERED]++;
+		return 0;
+	}
+	s = start_get(prev, tid, btf, true, c);
+	if (!s)
+		return 0;
+	if (s->ts)
+		c->v[s->kind == RUNQ_WAKEUP ? LH_EV_WAKEUP_RUNNING : LH_LOSS_OVERWRITTEN]++;
+	now = bpf_ktime_get_ns();
+	s->ts = now;
+	s->kind = RUNQ_PREEMPT;
+	c->v[LH_EV_STARTS_PREEMPT]++;
+	return now;
+}
+
+/* next gets the CPU: the end of its wait. */
+static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bool btf,
+					 struct lh_counters *c)
+{
+	struct runq_start *s;
+	__u32 tid, tgid, kind;
+	__u64 ts;
+
+	tid = TREAD(btf, next, pid);
+	if (!tid)
+		return;
+	tgid = TREAD(btf, next, tgid);
+	if (!task_selected(next, tid, tgid)) {
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	s = start_get(next, tid, btf, false, c);
+	if (!cpu_selected(bpf_get_smp_processor_id())) {
+		if (s)
+			s->ts = 0;
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	c->v[LH_EV_ENDS]++;
+	if (!s) {
+		c->v[LH_EV_BEFORE_TRACE]++;
+		return;
+	}
+	ts = s->ts;
+	kind = s->kind;
+	s->ts = 0;
+	if (!ts || (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
+		c->v[LH_LOSS_UNPAIRED]++;
+		return;
+	}
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (now < ts) {
+		c->v[LH_LOSS_NEGATIVE]++;
+		return;
+	}
+	c->v[LH_EV_PAIRED]++;
+	hist_record(next, tid, tgid, kind, now - ts, btf, c);
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state,
+				     bool btf)
+{
+	struct lh_counters *c = lh_counters();
+	__u64 now;
+
+	if (!c)
+		return 0;
+	now = on_switch_out(preempt, prev, prev_state, btf, c);
+	on_switch_in(next, now, btf, c);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(runq_wakeup_btf, struct task_struct *p)
+{
+	return on_wakeup(p, true);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(runq_wakeup_new_btf, struct task_struct *p)
+{
+	return on_wakeup(p, true);
+}
+
+SEC("tp_btf/sched_switch")
+int runq_switch_btf(u64 *ctx)
+{
+	/* (bool preempt, prev, next[, unsigned int prev_state since 5.18]) */
+	unsigned int prev_state = switch_has_prev_state ? (unsigned int)ctx[3] : 0;
+
+	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2], prev_state, true);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(runq_wakeup_raw, struct task_struct *p)
+{
+	return on_wakeup(p, false);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(runq_wakeup_new_raw, struct task_struct *p)
+{
+	return on_wakeup(p, false);
+}
+
+SEC("raw_tp/sched_switch")
+int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	unsigned int prev_state = switch_has_prev_state ? (unsigned int)ctx->args[3] : 0;
+
+	return on_switch((bool)ctx->args[0], (void *)ctx->args[1], (void *)ctx->args[2],
+			 prev_state, false);
+}
+
+/* raw_tp only: task storage frees itself with the task, the pid hash does not. */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(runq_exit_raw, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+
+	bpf_map_delete_elem(&runq_pid_start, &tid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event and loss counters shared by every lathist tool, BPF and userspace.
+ * The BPF side keeps one struct lh_counters per CPU (a BPF_MAP_TYPE_PERCPU_ARRAY
+ * with one entry, so one lookup per event and no atomics); userspace sums CPUs.
+ * The names, descriptions and which ones are losses live in src/counters.c.
+ */
+#ifndef LATHIST_COUNTERS_H
+#define LATHIST_COUNTERS_H
+
+enum lh_counter {
+	/* what was seen */
+	LH_EV_ENDS,		/* pairing ends seen (runq: switch-ins of traced tasks) */
+	LH_EV_PAIRED,		/* ends matched with their start */
+	LH_EV_STARTS_WAKEUP,	/* runq: wakeups recorded as a start */
+	LH_EV_STARTS_PREEMPT,	/* runq: preempted switch-outs recorded as a start */
+	LH_EV_WAKEUP_RUNNING,	/* runq: wakeup of a task still on a CPU: no wait followed */
+	LH_EV_WAKEUP_QUEUED,	/* runq: wakeup of a preempted, still queued task: start kept */
+	LH_EV_FILTERED,		/* events rejected by filters (not a loss) */
+	LH_EV_BEFORE_TRACE,	/* ends of waits that began before tracing (no record) */
+	/* losses: each keeps an event out of the histograms */
+	LH_LOSS_UNPAIRED,	/* end with a record but no start */
+	LH_LOSS_OVERWRITTEN,	/* start replaced before its end */
+	LH_LOSS_STALE,		/* start of an earlier task with the same id (pid reuse) */
+	LH_LOSS_NEGATIVE,	/* end earlier than start */
+	LH_LOSS_STORAGE,	/* task storage could not be created */
+	LH_LOSS_START_E2BIG,	/* start map full */
+	LH_LOSS_START_ENOMEM,	/* start map: out of memory */
+	LH_LOSS_START_OTHER,	/* start map: other errno */
+	LH_LOSS_HIST_E2BIG,	/* histogram map full (too many keys) */
+	LH_LOSS_HIST_ENOMEM,	/* histogram map: out of memory */
+	LH_LOSS_HIST_OTHER,	/* histogram map: other errno */
+	LH_NR_COUNTERS
+};
+
+#define LH_FIRST_LOSS LH_LOSS_UNPAIRED
+
+/* Value of the per-CPU counter map. */
+struct lh_counters {
+	unsigned long long v[LH_NR_COUNTERS];
+};
+
+#endif /* LATHIST_COUNTERS_H */

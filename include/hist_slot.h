@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Log2 histogram slots with optional linear sub-slots, shared by BPF and
+ * userspace so that both sides agree on every bound.
+ *
+ * Values are in the histogram's unit (ns, us or ms). With precision p
+ * (0..LH_MAX_PRECISION), each power of two [2^m, 2^(m+1)) is split into 2^p
+ * equal sub-slots; values below 2^p get one slot each. Values of 2^(LH_TOP_MSB+1)
+ * units and more share the last slot, whose upper bound is unbounded.
+ *
+ * p = 0 gives slot 0 = [0,1), slot k = [2^(k-1), 2^k): the log2 histogram of
+ * bcc's runqlat with its first slot split into 0 and 1.
+ */
+#ifndef LATHIST_HIST_SLOT_H
+#define LATHIST_HIST_SLOT_H
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+#define LH_MAX_PRECISION 5
+#define LH_TOP_MSB 47
+/* Slots for precision p: 2^p exact slots below 2^p, then 2^p per power of two. */
+#define LH_NSLOTS(p) ((LH_TOP_MSB + 2 - (p)) << (p))
+#define LH_MAX_SLOTS LH_NSLOTS(LH_MAX_PRECISION)
+
+/* floor(log2(v)) for v > 0; 0 for v == 0. Branch-free (BPF has no clz). */
+static __always_inline unsigned int lh_log2_u64(unsigned long long v)
+{
+	unsigned int r, s;
+
+	r = (v > 0xFFFFFFFFULL) << 5;
+	v >>= r;
+	s = (v > 0xFFFF) << 4;
+	v >>= s;
+	r |= s;
+	s = (v > 0xFF) << 3;
+	v >>= s;
+	r |= s;
+	s = (v > 0xF) << 2;
+	v >>= s;
+	r |= s;
+	s = (v > 0x3) << 1;
+	v >>= s;
+	r |= s;
+	r |= (unsigned int)(v >> 1);
+	return r;
+}
+
+/* Slot index of value v (in units) at precision p; always < LH_NSLOTS(p). */
+static __always_inline unsigned int lh_slot(unsigned long long v, unsigned int p)
+{
+	unsigned int m, sub;
+
+	if (v < (1ULL << p))
+		return (unsigned int)v;
+	m = lh_log2_u64(v);
+	if (m > LH_TOP_MSB)
+		return LH_NSLOTS(p) - 1;
+	sub = (unsigned int)(v >> (m - p)) & ((1U << p) - 1);
+	return ((m - p + 1) << p) | sub;
+}
+
+/*
+ * Histogram value header; LH_NSLOTS(precision) u64 slot counters follow.
+ * Map value size is set at load time: sizeof(struct lh_hist_head) + 8 * nslots.
+ */
+struct lh_hist_head {
+	unsigned long long sum_ns;
+	unsigned long long max_ns;
+	char comm[16];
+};
+
+#endif /* LATHIST_HIST_SLOT_H */

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install the Debian packages that building, running and testing lathist need.
+# Idempotent: installs only what is missing; runs apt-get update at most once.
+# Usage: scripts/deps.sh [build|test|bench]   (each level includes the previous)
+set -euo pipefail
+
+level=${1:-build}
+build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev)
+test_pkgs=(libcmocka-dev python3 util-linux procps)
+bench_pkgs=(bpftrace linux-perf)
+
+want=("${build_pkgs[@]}")
+case "$level" in
+  build) ;;
+  test) want+=("${test_pkgs[@]}") ;;
+  bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "deps.sh: unknown level '$level' (use build, test or bench)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing Debian packages: ${missing[*]}; run as root or: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

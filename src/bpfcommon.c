@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include "bpfcommon.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static bool libbpf_verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!libbpf_verbose)
+		return 0;
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
+
+void lh_libbpf_setup(bool verbose)
+{
+	libbpf_verbose = verbose;
+	libbpf_set_print(libbpf_print);
+}
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1U << (cap % 32));
+}
+
+int lh_check_privileges(char *msg, size_t len)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = {};
+	bool admin, bpf, perfmon;
+
+	if (syscall(SYS_capget, &hdr, data)) {
+		snprintf(msg, len, "cannot read capabilities: %s", strerror(errno));
+		return -EPERM;
+	}
+	admin = has_cap(data, CAP_SYS_ADMIN);
+	bpf = has_cap(data, CAP_BPF);
+	perfmon = has_cap(data, CAP_PERFMON);
+	if (admin || (bpf && perfmon))
+		return 0;
+	snprintf(msg, len,
+		 "needs root, or CAP_BPF and CAP_PERFMON (missing:%s%s); run it with sudo",
+		 bpf ? "" : " CAP_BPF", perfmon ? "" : " CAP_PERFMON");
+	return -EPERM;
+}
+
+int lh_check_btf(char *msg, size_t len)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		return 0;
+	snprintf(msg, len,
+		 "this kernel has no BTF (/sys/kernel/btf/vmlinux missing): CO-RE needs a kernel "
+		 "built with CONFIG_DEBUG_INFO_BTF=y");
+	return -ENOENT;
+}
+
+int lh_tp_nargs(const char *tp)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	char name[128];
+	int id, n = -ENOENT;
+
+	if (!btf)
+		return -ENOENT;
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	if (id > 0) {
+		t = btf__type_by_id(btf, id);			/* typedef */
+		t = btf__type_by_id(btf, t->type);		/* pointer */
+		if (t && btf_is_ptr(t))
+			t = btf__type_by_id(btf, t->type);	/* func proto */
+		if (t && btf_is_func_proto(t))
+			n = btf_vlen(t) - 1;			/* minus void *__data */
+	}
+	btf__free(btf);
+	return n;
+}
+
+bool lh_probe_tp_btf_task_storage(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return false;
+	/* task storage (5.11) came after tp_btf (5.5) */
+	return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+}
+
+void lh_wait_for_bpf_readers(void)
+{
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return;
+	usleep(20000);
+}
+
+uint64_t lh_map_memlock(int map_fd)
+{
+	char path[64], line[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", map_fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* libbpf plumbing shared by every tool: diagnosis, probing, map reads. */
+#ifndef LATHIST_BPFCOMMON_H
+#define LATHIST_BPFCOMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <bpf/libbpf.h>
+
+/* Show libbpf's messages (warnings and the verifier log) only when verbose. */
+void lh_libbpf_setup(bool verbose);
+
+/*
+ * Can this process load and attach tracing BPF programs? Root, or CAP_BPF and
+ * CAP_PERFMON (or CAP_SYS_ADMIN) in the effective set. Returns 0, or -EPERM
+ * with a one-line diagnosis (what is missing and the fix) in msg.
+ */
+int lh_check_privileges(char *msg, size_t len);
+
+/* 0 when /sys/kernel/btf/vmlinux exists; else -ENOENT with a diagnosis in msg. */
+int lh_check_btf(char *msg, size_t len);
+
+/*
+ * Number of arguments the kernel passes to raw tracepoint tp (its BTF
+ * prototype btf_trace_<tp>, without the leading void *), or -ENOENT when the
+ * tracepoint is not in vmlinux BTF. Source: include/trace/bpf_probe.h, which
+ * declares btf_trace_##call for every tracepoint.
+ */
+int lh_tp_nargs(const char *tp);
+
+/* Whether tp_btf programs with task local storage can run here (BTF, 5.11+). */
+bool lh_probe_tp_btf_task_storage(void);
+
+/*
+ * Wait until every BPF program that may have read the old interval buffer
+ * index has finished: tracing programs run inside an RCU read-side section,
+ * and membarrier(MEMBARRIER_CMD_GLOBAL) waits for an RCU grace period
+ * (kernel/sched/membarrier.c). Falls back to a 20 ms sleep.
+ */
+void lh_wait_for_bpf_readers(void);
+
+/* memlock bytes of a map from /proc/self/fdinfo (0 if unknown). */
+uint64_t lh_map_memlock(int map_fd);
+
+/* Bytes of one CPU's copy in a per-CPU map value (value size rounded up to 8). */
+static inline size_t lh_percpu_stride(size_t value_size)
+{
+	return (value_size + 7) & ~(size_t)7;
+}
+
+#endif /* LATHIST_BPFCOMMON_H */

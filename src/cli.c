@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include "cli.h"
+#include "hist_slot.h"
+#include "util.h"
+
+const char lh_common_help[] =
+	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s); default: until Ctrl-C\n"
+	"  -i, --interval SEC     print (and write -o) every SEC seconds, then start afresh\n"
+	"  -u, --unit UNIT        histogram slot unit: ns, us (default) or ms\n"
+	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (default 0)\n"
+	"  -p, --pid PID          only tasks of process PID\n"
+	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or under\n"
+	"                         /sys/fs/cgroup)\n"
+	"  -f, --format FMT       text (default) or json (schema lathist/1)\n"
+	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
+	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
+	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
+	"                         (default 10240; overflow is counted as hist_map_full)\n"
+	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
+	"  -h, --help             this help\n";
+
+void lh_usage_error(const char *tool, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "lathist %s: ", tool);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void lh_common_defaults(struct lh_common_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->unit_ns = 1000;
+	o->unit = "us";
+	o->format = LH_FMT_TEXT;
+	o->attach = LH_ATTACH_AUTO;
+	o->max_keys = 10240;
+}
+
+/* Tgid of a task id from /proc, or -ESRCH. */
+static long proc_tgid(uint32_t id)
+{
+	char path[64], line[256];
+	long tgid = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", id);
+	f = fopen(path, "r");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (path[0] == '/')
+		snprintf(resolved, len, "%s", path);
+	else
+		snprintf(resolved, len, "/sys/fs/cgroup/%s", path);
+	if (stat(resolved, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (statfs(resolved, &sfs))
+		return -errno;
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+		return -EMEDIUMTYPE;
+	/* on 64-bit kernels a cgroup v2 inode number is its kernfs id (fs/kernfs) */
+	*id = st.st_ino;
+	return 0;
+}
+
+static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
+{
+	long tgid;
+	int err = lh_parse_u32(arg, 1, 0x3fffffff, &o->pid);
+
+	if (err) {
+		lh_usage_error(tool, "-p '%s': not a process id; give a positive number", arg);
+		return -EINVAL;
+	}
+	tgid = proc_tgid(o->pid);
+	if (tgid < 0) {
+		lh_usage_error(tool, "-p %u: no such process; give the PID of a running process",
+			       o->pid);
+		return -EINVAL;
+	}
+	if ((uint32_t)tgid != o->pid) {
+		lh_usage_error(tool, "-p %u: is a thread of process %ld; use -t %u or -p %ld",
+			       o->pid, tgid, o->pid, tgid);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *tool)
+{
+	int err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
+
+	if (!err)
+		return 0;
+	if (err == -EMEDIUMTYPE)
+		lh_usage_error(tool, "--cgroup '%s': %s is not on a cgroup v2 file system; "
+			       "give a folder under /sys/fs/cgroup", arg, o->cgroup);
+	else
+		lh_usage_error(tool, "--cgroup '%s': %s: %s; give a cgroup v2 folder, e.g. "
+			       "/sys/fs/cgroup/system.slice", arg, o->cgroup, strerror(-err));
+	return -EINVAL;
+}
+
+static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
+{
+	int err = lh_output_check(arg);
+
+	if (!err) {
+		o->output = arg;
+		return 0;
+	}
+	if (err == -ELOOP)
+		lh_usage_error(tool, "-o '%s': is a symbolic link; lathist never writes through "
+			       "one, give the real path", arg);
+	else
+		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
+			       "folder", arg, strerror(-err));
+	return -EINVAL;
+}
+
+int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)
+{
+	switch (opt) {
+	case 'd':
+		if (lh_parse_duration(arg, false, &o->duration_ns)) {
+			lh_usage_error(tool, "-d '%s': not a duration; give seconds, e.g. 5 or 0.5 or 250ms", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'i':
+		if (lh_parse_duration(arg, false, &o->interval_ns) || o->interval_ns < 10000000) {
+			lh_usage_error(tool, "-i '%s': not an interval; give seconds, at least 0.01", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'u':
+		if (lh_parse_unit(arg, &o->unit_ns)) {
+			lh_usage_error(tool, "-u '%s': unknown unit; use ns, us or ms", arg);
+			return -EINVAL;
+		}
+		o->unit = o->unit_ns == 1 ? "ns" : o->unit_ns == 1000 ? "us" : "ms";
+		return 0;
+	case LH_OPT_PRECISION:
+		if (lh_parse_u32(arg, 0, LH_MAX_PRECISION, &o->precision)) {
+			lh_usage_error(tool, "--precision '%s': out of range; give 0 to %d", arg,
+				       LH_MAX_PRECISION);
+			return -EINVAL;
+		}
+		return 0;
+	case 'f':
+		if (!strcmp(arg, "text")) {
+			o->format = LH_FMT_TEXT;
+		} else if (!strcmp(arg, "json")) {
+			o->format = LH_FMT_JSON;
+		} else {
+			lh_usage_error(tool, "-f '%s': unknown format; use text or json", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'o':
+		return opt_output(o, arg, tool);
+	case LH_OPT_ATTACH:
+		if (!strcmp(arg, "auto")) {
+			o->attach = LH_ATTACH_AUTO;
+		} else if (!strcmp(arg, "tp_btf")) {
+			o->attach = LH_ATTACH_TP_BTF;
+		} else if (!strcmp(arg, "raw_tp")) {
+			o->attach = LH_ATTACH_RAW_TP;
+		} else {
+			lh_usage_error(tool, "--attach '%s': unknown attach type; use auto, tp_btf or raw_tp", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case LH_OPT_MAX_KEYS:
+		if (lh_parse_u32(arg, 1, 1U << 24, &o->max_keys)) {
+			lh_usage_error(tool, "--max-keys '%s': give a number from 1 to 16777216", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'p':
+		return opt_pid(o, arg, tool);
+	case LH_OPT_CGROUP:
+		return opt_cgroup(o, arg, tool);
+	case 'v':
+		o->verbose = true;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+int lh_common_finish(struct lh_common_opts *o, const char *tool)
+{
+	if (o->interval_ns && o->duration_ns && o->interval_ns > o->duration_ns) {
+		lh_usage_error(tool, "-i is longer than -d; give an interval within the duration");
+		return -EINVAL;
+	}
+	return 0;
+}

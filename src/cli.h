@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Options every tracing verb shares (-i -d -u -o -f -v -p --cgroup
+ * --precision --attach --max-keys), parsed once here.
+ */
+#ifndef LATHIST_CLI_H
+#define LATHIST_CLI_H
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum lh_format { LH_FMT_TEXT, LH_FMT_JSON };
+enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP };
+
+/* Exit statuses of every verb. */
+enum { LH_EXIT_OK = 0, LH_EXIT_RUNTIME = 1, LH_EXIT_USAGE = 2 };
+
+struct lh_common_opts {
+	uint64_t duration_ns;	/* 0 = until Ctrl-C */
+	uint64_t interval_ns;	/* 0 = one aggregate at the end */
+	uint64_t unit_ns;	/* slot unit */
+	const char *unit;	/* "ns", "us", "ms" */
+	uint32_t precision;	/* 0..LH_MAX_PRECISION */
+	const char *output;	/* NULL = stdout */
+	enum lh_format format;
+	enum lh_attach_mode attach;
+	bool verbose;
+	uint32_t pid;		/* 0 = any process */
+	char cgroup[PATH_MAX];	/* "" = any cgroup */
+	uint64_t cgroup_id;	/* cgroup v2 id (kernfs node id) */
+	uint32_t max_keys;	/* entries of keyed histogram maps */
+};
+
+enum {
+	LH_OPT_PRECISION = 0x100,
+	LH_OPT_ATTACH,
+	LH_OPT_CGROUP,
+	LH_OPT_MAX_KEYS,
+	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
+};
+
+#define LH_COMMON_SHORTOPTS "+:i:d:u:o:f:vhp:"
+#define LH_COMMON_LONGOPTS                                         \
+	{ "interval", required_argument, NULL, 'i' },              \
+	{ "duration", required_argument, NULL, 'd' },              \
+	{ "unit", required_argument, NULL, 'u' },                  \
+	{ "output", required_argument, NULL, 'o' },                \
+	{ "format", required_argument, NULL, 'f' },                \
+	{ "verbose", no_argument, NULL, 'v' },                     \
+	{ "help", no_argument, NULL, 'h' },                        \
+	{ "pid", required_argument, NULL, 'p' },                   \
+	{ "precision", required_argument, NULL, LH_OPT_PRECISION }, \
+	{ "attach", required_argument, NULL, LH_OPT_ATTACH },      \
+	{ "cgroup", required_argument, NULL, LH_OPT_CGROUP },      \
+	{ "max-keys", required_argument, NULL, LH_OPT_MAX_KEYS }
+
+/* Defaults: us, precision 0, text, auto attach, 10240 keys. */
+void lh_common_defaults(struct lh_common_opts *o);
+
+/*
+ * Handle one getopt result. Returns 0 when handled, 1 when opt is not a
+ * common option, or -EINVAL after printing a one-line error to stderr
+ * ("lathist TOOL: <what> '<value>': <why>; <fix>").
+ */
+int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool);
+
+/* Checks across options once all are parsed (e.g. -i within -d); -EINVAL after printing. */
+int lh_common_finish(struct lh_common_opts *o, const char *tool);
+
+/* Print a usage error "lathist TOOL: ..." to stderr. */
+void lh_usage_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Resolve a cgroup v2 path (absolute, or relative to /sys/fs/cgroup) to its id. */
+int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id);
+
+/* The text shared by every verb's -h for the common options. */
+extern const char lh_common_help[];
+
+#endif /* LATHIST_CLI_H */

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <stdlib.h>
+#include "counters_user.h"
+#include "hist.h"
+
+static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
+	[LH_EV_ENDS] = { "events", "wait ends seen (switch-ins of traced tasks)", false },
+	[LH_EV_PAIRED] = { "paired", "ends paired with their start", false },
+	[LH_EV_STARTS_WAKEUP] = { "starts_wakeup", "wakeups recorded as a start", false },
+	[LH_EV_STARTS_PREEMPT] = { "starts_preempt", "preempted switch-outs recorded as a start", false },
+	[LH_EV_WAKEUP_RUNNING] = { "wakeup_while_running", "wakeups of a task still on a CPU (no wait followed)", false },
+	[LH_EV_WAKEUP_QUEUED] = { "wakeup_while_queued", "wakeups of a preempted task still queued (its wait goes on)", false },
+	[LH_EV_FILTERED] = { "filtered", "events rejected by filters (not a loss)", false },
+	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", "waits that began before tracing started (excluded, not a loss)", false },
+	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "ends whose start was never seen", true },
+	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced before their end", true },
+	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true },
+	[LH_LOSS_NEGATIVE] = { "negative_delta", "ends timestamped before their start", true },
+	[LH_LOSS_STORAGE] = { "storage_failed", "task storage could not be created", true },
+	[LH_LOSS_START_E2BIG] = { "start_map_full", "start map full (raise --max-tasks)", true },
+	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", "start map out of memory", true },
+	[LH_LOSS_START_OTHER] = { "start_map_error", "start map update failed (other errno)", true },
+	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true },
+	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true },
+	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true },
+};
+
+const struct lh_counter_info *lh_counter_info(int i)
+{
+	if (i < 0 || i >= LH_NR_COUNTERS)
+		return NULL;
+	return &infos[i];
+}
+
+void lh_counters_sum(uint64_t out[LH_NR_COUNTERS], const struct lh_counters *percpu, int ncpus)
+{
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		out[i] = 0;
+		for (int c = 0; c < ncpus; c++)
+			out[i] = lh_add_sat(out[i], percpu[c].v[i]);
+	}
+}
+
+uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS])
+{
+	uint64_t lost = 0;
+
+	for (int i = 0; i < LH_NR_COUNTERS; i++)
+		if (infos[i].loss)
+			lost = lh_add_sat(lost, v[i]);
+	return lost;
+}
+
+size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t max)
+{
+	uint64_t events = v[LH_EV_ENDS];
+	size_t n = 0;
+
+	for (int i = 0; i < LH_NR_COUNTERS && n < max; i++) {
+		char *r;
+
+		if (!infos[i].loss || !v[i])
+			continue;
+		if (events) {
+			if (asprintf(&r, "%s: %llu (%.2f%% of events)", infos[i].name,
+				     (unsigned long long)v[i], 100.0 * (double)v[i] / (double)events) < 0)
+				r = NULL;
+		} else if (asprintf(&r, "%s: %llu", infos[i].name, (unsigned long long)v[i]) < 0) {
+			r = NULL;
+		}
+		if (r)
+			reasons[n++] = r;
+	}
+	return n;
+}

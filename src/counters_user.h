@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* Names and meaning of the shared event/loss counters, and the bias rule. */
+#ifndef LATHIST_COUNTERS_USER_H
+#define LATHIST_COUNTERS_USER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "counters.h"
+
+struct lh_counter_info {
+	const char *name;	/* stable name used in JSON and text */
+	const char *desc;	/* one line for the text footer */
+	bool loss;		/* keeps an event out of the histograms */
+};
+
+/* Info for counter i (0 <= i < LH_NR_COUNTERS). */
+const struct lh_counter_info *lh_counter_info(int i);
+
+/* Sum ncpus per-CPU copies (each struct lh_counters) into out (saturating). */
+void lh_counters_sum(uint64_t out[LH_NR_COUNTERS], const struct lh_counters *percpu, int ncpus);
+
+/* Sum of all loss classes. */
+uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
+
+/*
+ * The bias rule: the distribution is flagged when any loss class is non-zero
+ * (losses cluster in bursts and expensive events, so what is left is not a
+ * fair sample; counts are never rescaled). Writes up to max reasons
+ * ("name: N (x.xx% of events)") into reasons[] as malloc'd strings and
+ * returns how many; the flag is (return value > 0).
+ */
+size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t max);
+
+#endif /* LATHIST_COUNTERS_USER_H */

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hist.h"
+
+uint64_t lh_slot_lo(uint32_t i, uint32_t p)
+{
+	uint32_t g = i >> p, sub = i & ((1U << p) - 1);
+
+	if (g == 0)
+		return i;
+	return (uint64_t)((1U << p) | sub) << (g - 1);
+}
+
+uint64_t lh_slot_hi(uint32_t i, uint32_t p)
+{
+	uint32_t g = i >> p;
+
+	if (i + 1 >= LH_NSLOTS(p))
+		return UINT64_MAX;
+	if (g == 0)
+		return (uint64_t)i + 1;
+	return lh_slot_lo(i, p) + (1ULL << (g - 1));
+}
+
+int lh_hist_init(struct lh_hist *h, const char *name, const struct lh_key *key,
+		 const struct lh_scheme *s)
+{
+	memset(h, 0, sizeof(*h));
+	strncpy(h->name, name, sizeof(h->name) - 1);
+	if (key)
+		h->key = *key;
+	h->nslots = lh_nslots(s);
+	h->slots = calloc(h->nslots, sizeof(*h->slots));
+	return h->slots ? 0 : -ENOMEM;
+}
+
+void lh_hist_free(struct lh_hist *h)
+{
+	free(h->slots);
+	h->slots = NULL;
+	h->nslots = 0;
+}
+
+void lh_hist_add_raw(struct lh_hist *h, const void *raw)
+{
+	const struct lh_hist_head *head = raw;
+	const uint64_t *slots = (const uint64_t *)(head + 1);
+
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		h->slots[i] = lh_add_sat(h->slots[i], slots[i]);
+		h->count = lh_add_sat(h->count, slots[i]);
+	}
+	h->sum_ns = lh_add_sat(h->sum_ns, head->sum_ns);
+	if (head->max_ns > h->max_ns)
+		h->max_ns = head->max_ns;
+	if (!h->key.comm[0] && head->comm[0] && (h->key.fields & LH_KEY_COMM))
+		memcpy(h->key.comm, head->comm, sizeof(h->key.comm) - 1);
+}
+
+int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
+{
+	if (h->nslots != o->nslots)
+		return -EINVAL;
+	for (uint32_t i = 0; i < h->nslots; i++)
+		h->slots[i] = lh_add_sat(h->slots[i], o->slots[i]);
+	h->count = lh_add_sat(h->count, o->count);
+	h->sum_ns = lh_add_sat(h->sum_ns, o->sum_ns);
+	if (o->max_ns > h->max_ns)
+		h->max_ns = o->max_ns;
+	return 0;
+}
+
+int lh_hist_quantile_slot(const struct lh_hist *h, double q)
+{
+	uint64_t rank, cum = 0;
+
+	if (!h->count || !(q > 0.0) || q > 1.0)
+		return -1;
+	rank = (uint64_t)ceill((long double)q * (long double)h->count);
+	if (rank < 1)
+		rank = 1;
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		cum += h->slots[i];
+		if (cum >= rank)
+			return (int)i;
+	}
+	return (int)h->nslots - 1;
+}

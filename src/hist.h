@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* Userspace histograms: slot bounds, per-CPU merge, percentiles, addition. */
+#ifndef LATHIST_HIST_H
+#define LATHIST_HIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "hist_slot.h"
+
+/* How values were slotted: slot of (delta_ns / unit_ns) at this precision. */
+struct lh_scheme {
+	uint32_t precision;	/* 0..LH_MAX_PRECISION */
+	uint64_t unit_ns;	/* 1 (ns), 1000 (us) or 1000000 (ms) */
+};
+
+/* Which fields of a key are set (bit mask). */
+enum lh_key_field {
+	LH_KEY_PID = 1 << 0,
+	LH_KEY_TID = 1 << 1,
+	LH_KEY_COMM = 1 << 2,
+	LH_KEY_CPU = 1 << 3,
+	LH_KEY_DISK = 1 << 4,
+	LH_KEY_OP = 1 << 5,
+};
+
+/* What one histogram aggregates over; fields not in 'fields' are unused. */
+struct lh_key {
+	unsigned int fields;	/* enum lh_key_field bits; 0 = total */
+	uint32_t pid, tid, cpu;
+	uint64_t birth_ns;	/* task start time (CLOCK_MONOTONIC ns): tells reused ids apart */
+	char comm[16];
+	char disk[32];
+	char op[16];
+};
+
+/* One histogram: its name ("wakeup", ...), key, and 64-bit slot counts. */
+struct lh_hist {
+	char name[16];
+	struct lh_key key;
+	uint64_t count;		/* sum of slots */
+	uint64_t sum_ns;
+	uint64_t max_ns;	/* exact */
+	uint32_t nslots;
+	uint64_t *slots;	/* nslots counters, owned */
+};
+
+/* Number of slots of a scheme. */
+static inline uint32_t lh_nslots(const struct lh_scheme *s)
+{
+	return LH_NSLOTS(s->precision);
+}
+
+/* Lower bound (inclusive) of slot i, in units. */
+uint64_t lh_slot_lo(uint32_t i, uint32_t precision);
+/* Upper bound (exclusive) of slot i, in units; UINT64_MAX for the last slot (unbounded). */
+uint64_t lh_slot_hi(uint32_t i, uint32_t precision);
+
+/* Allocate a zeroed histogram for a scheme; returns -ENOMEM on failure. */
+int lh_hist_init(struct lh_hist *h, const char *name, const struct lh_key *key,
+		 const struct lh_scheme *s);
+void lh_hist_free(struct lh_hist *h);
+
+/*
+ * Add one BPF histogram value (struct lh_hist_head then nslots u64) into h.
+ * raw points at one CPU's copy. Counts are 64-bit and add without wrap up to
+ * 2^64 - 1 (saturating).
+ */
+void lh_hist_add_raw(struct lh_hist *h, const void *raw);
+
+/* h += o, slot by slot (same number of slots); max is the larger one. -EINVAL on mismatch. */
+int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o);
+
+/*
+ * Slot holding quantile q (0 < q <= 1): the first slot whose cumulative count
+ * reaches ceil(q * count). Returns the slot index, or -1 when count is 0.
+ */
+int lh_hist_quantile_slot(const struct lh_hist *h, double q);
+
+/* Saturating 64-bit addition. */
+static inline uint64_t lh_add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+#endif /* LATHIST_HIST_H */

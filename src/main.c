@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+/* lathist: where is time lost? Verb dispatch. */
+#include <stdio.h>
+#include <string.h>
+#include "tool.h"
+#include "version.h"
+
+static const char usage[] =
+	"Usage: lathist VERB [OPTIONS]\n"
+	"In-kernel latency histograms with honest loss accounting.\n"
+	"\n"
+	"Verbs:\n"
+	"  runq      runqueue latency: wakeup latency and preemption wait\n"
+	"\n"
+	"lathist VERB -h shows a verb's options. lathist --version prints the version.\n"
+	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return LH_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(usage, stdout);
+		return LH_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("lathist %s\n", LATHIST_VERSION);
+		return LH_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "runq"))
+		return runq_main(argc - 1, argv + 1);
+	fprintf(stderr, "lathist: unknown verb '%s'; see lathist -h\n", argv[1]);
+	return LH_EXIT_USAGE;
+}

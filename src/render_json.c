@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/* JSON renderer, schema lathist/1 (docs in README.md), built with json-c. */
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+#include "version.h"
+
+static json_object *u64(uint64_t v)
+{
+	/* json-c keeps uint64 exactly (json_object_new_uint64, 0.14+) */
+	return json_object_new_uint64(v);
+}
+
+static json_object *key_json(const struct lh_key *k)
+{
+	json_object *o = json_object_new_object();
+
+	if (k->fields & LH_KEY_TID)
+		json_object_object_add(o, "tid", u64(k->tid));
+	if (k->fields & LH_KEY_PID)
+		json_object_object_add(o, "pid", u64(k->pid));
+	if (k->fields & LH_KEY_COMM)
+		json_object_object_add(o, "comm", json_object_new_string(k->comm));
+	if (k->fields & (LH_KEY_TID | LH_KEY_PID))
+		json_object_object_add(o, "start_ns", u64(k->birth_ns));
+	if (k->fields & LH_KEY_CPU)
+		json_object_object_add(o, "cpu", u64(k->cpu));
+	if (k->fields & LH_KEY_DISK)
+		json_object_object_add(o, "disk", json_object_new_string(k->disk));
+	if (k->fields & LH_KEY_OP)
+		json_object_object_add(o, "op", json_object_new_string(k->op));
+	return o;
+}
+
+static json_object *bound(uint64_t units, uint64_t unit_ns)
+{
+	if (units == UINT64_MAX)
+		return NULL;	/* unbounded: JSON null */
+	return u64(units * unit_ns);
+}
+
+static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
+{
+	static const struct { const char *name; double q; } pcts[] = {
+		{ "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 }, { "p99.9", 0.999 },
+	};
+	json_object *o = json_object_new_object(), *slots = json_object_new_array();
+	json_object *pc = json_object_new_object();
+	uint32_t p = m->scheme.precision;
+	uint64_t u = m->scheme.unit_ns;
+
+	json_object_object_add(o, "name", json_object_new_string(h->name));
+	json_object_object_add(o, "key", key_json(&h->key));
+	json_object_object_add(o, "count", u64(h->count));
+	json_object_object_add(o, "sum_ns", u64(h->sum_ns));
+	json_object_object_add(o, "max_ns", u64(h->max_ns));
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
+		int s = lh_hist_quantile_slot(h, pcts[i].q);
+		json_object *b;
+
+		if (s < 0) {
+			json_object_object_add(pc, pcts[i].name, NULL);
+			continue;
+		}
+		b = json_object_new_object();
+		json_object_object_add(b, "lo_ns", bound(lh_slot_lo((uint32_t)s, p), u));
+		json_object_object_add(b, "hi_ns", bound(lh_slot_hi((uint32_t)s, p), u));
+		json_object_object_add(pc, pcts[i].name, b);
+	}
+	json_object_object_add(o, "percentiles", pc);
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		json_object *s;
+
+		if (!h->slots[i])
+			continue;
+		s = json_object_new_object();
+		json_object_object_add(s, "lo_ns", bound(lh_slot_lo(i, p), u));
+		json_object_object_add(s, "hi_ns", bound(lh_slot_hi(i, p), u));
+		json_object_object_add(s, "count", u64(h->slots[i]));
+		json_object_array_add(slots, s);
+	}
+	json_object_object_add(o, "slots", slots);
+	return o;
+}
+
+static json_object *meta_json(const struct lh_meta *m)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_object();
+	json_object *f = json_object_new_object(), *hs = json_object_new_object();
+	json_object *maps = json_object_new_array();
+
+	json_object_object_add(o, "tool", json_object_new_string(m->tool));
+	json_object_object_add(o, "version", json_object_new_string(LATHIST_VERSION));
+	json_object_object_add(o, "kernel", json_object_new_string(m->kernel));
+	json_object_object_add(o, "clock", json_object_new_string(m->clock));
+	for (int i = 0; i < m->nattach; i++)
+		json_object_object_add(a, m->attach[i].tracepoint,
+				       json_object_new_string(m->attach[i].type));
+	json_object_object_add(o, "attach", a);
+	for (int i = 0; i < m->nfilters; i++)
+		json_object_object_add(f, m->filters[i].name,
+				       m->filters[i].numeric ?
+					       u64(strtoull(m->filters[i].value, NULL, 10)) :
+					       json_object_new_string(m->filters[i].value));
+	json_object_object_add(o, "filters", f);
+	json_object_object_add(o, "grouping", json_object_new_string(m->grouping));
+	json_object_object_add(o, "start_realtime_ns", u64(m->start_realtime_ns));
+	json_object_object_add(o, "duration_ns", u64(m->duration_ns));
+	json_object_object_add(o, "interval_ns", u64(m->interval_ns));
+	json_object_object_add(o, "interval_index", u64(m->interval_index));
+	json_object_object_add(o, "ncpus", json_object_new_int(m->ncpus));
+	json_object_object_add(hs, "kind", json_object_new_string("log2-linear"));
+	json_object_object_add(hs, "precision", u64(m->scheme.precision));
+	json_object_object_add(hs, "unit", json_object_new_string(m->unit));
+	json_object_object_add(hs, "unit_ns", u64(m->scheme.unit_ns));
+	json_object_object_add(hs, "nslots", u64(lh_nslots(&m->scheme)));
+	json_object_object_add(o, "hist_scheme", hs);
+	for (int i = 0; i < m->nmaps; i++) {
+		json_object *mo = json_object_new_object();
+
+		json_object_object_add(mo, "name", json_object_new_string(m->maps[i].name));
+		json_object_object_add(mo, "max_entries", u64(m->maps[i].max_entries));
+		json_object_object_add(mo, "memlock_bytes", u64(m->maps[i].memlock_bytes));
+		json_object_array_add(maps, mo);
+	}
+	json_object_object_add(o, "maps", maps);
+	return o;
+}
+
+static json_object *loss_json(const uint64_t *v)
+{
+	json_object *o = json_object_new_object();
+
+	for (int i = 0; i < LH_NR_COUNTERS; i++)
+		json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
+	/* every end without a start, whatever the cause */
+	json_object_object_add(o, "unpaired", u64(v[LH_EV_BEFORE_TRACE] + v[LH_LOSS_UNPAIRED]));
+	json_object_object_add(o, "lost", u64(lh_counters_lost(v)));
+	return o;
+}
+
+static json_object *bias_json(const uint64_t *v)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	char *reasons[LH_NR_COUNTERS];
+	size_t n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS);
+
+	for (size_t i = 0; i < n; i++) {
+		json_object_array_add(a, json_object_new_string(reasons[i]));
+		free(reasons[i]);
+	}
+	json_object_object_add(o, "flag", json_object_new_boolean(n > 0));
+	json_object_object_add(o, "reasons", a);
+	return o;
+}
+
+char *lh_render_json(const struct lh_report *r, bool compact)
+{
+	json_object *root = json_object_new_object(), *hs = json_object_new_array();
+	const char *s;
+	char *out;
+
+	if (!root || !hs)
+		return NULL;
+	json_object_object_add(root, "schema", json_object_new_string(LH_SCHEMA));
+	json_object_object_add(root, "meta", meta_json(&r->meta));
+	for (size_t i = 0; i < r->nhists; i++)
+		json_object_array_add(hs, hist_json(&r->hists[i], &r->meta));
+	json_object_object_add(root, "histograms", hs);
+	json_object_object_add(root, "loss", loss_json(r->counters));
+	json_object_object_add(root, "bias", bias_json(r->counters));
+	s = json_object_to_json_string_ext(root, compact ? JSON_C_TO_STRING_PLAIN :
+						  JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+	out = s ? strdup(s) : NULL;
+	json_object_put(root);
+	return out;
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/* Text renderer: familiar to runqlat/biolatency users, plus stats and losses. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+#define STARS 40
+
+static const char *unit_header(const char *unit)
+{
+	if (!strcmp(unit, "ns"))
+		return "nsecs";
+	if (!strcmp(unit, "ms"))
+		return "msecs";
+	return "usecs";
+}
+
+static void print_stars(FILE *f, uint64_t val, uint64_t max)
+{
+	int n = max ? (int)((long double)val * STARS / max) : 0;
+
+	if (val && !n)
+		n = 1;
+	for (int i = 0; i < STARS; i++)
+		fputc(i < n ? '*' : ' ', f);
+}
+
+static void print_key(FILE *f, const struct lh_key *k)
+{
+	if (!k->fields) {
+		fputs("all tasks", f);
+		return;
+	}
+	if (k->fields & LH_KEY_TID)
+		fprintf(f, "tid %" PRIu32 " ", k->tid);
+	if (k->fields & LH_KEY_PID)
+		fprintf(f, "pid %" PRIu32 " ", k->pid);
+	if (k->fields & LH_KEY_COMM)
+		fprintf(f, "comm %s ", k->comm[0] ? k->comm : "?");
+	if (k->fields & LH_KEY_CPU)
+		fprintf(f, "cpu %" PRIu32 " ", k->cpu);
+	if (k->fields & LH_KEY_DISK)
+		fprintf(f, "disk %s ", k->disk);
+	if (k->fields & LH_KEY_OP)
+		fprintf(f, "op %s ", k->op);
+}
+
+static double in_unit(uint64_t ns, uint64_t unit_ns)
+{
+	return (double)ns / (double)unit_ns;
+}
+
+static void print_slot_range(FILE *f, const struct lh_hist *h, int s, const struct lh_meta *m)
+{
+	uint64_t lo = lh_slot_lo((uint32_t)s, m->scheme.precision);
+	uint64_t hi = lh_slot_hi((uint32_t)s, m->scheme.precision);
+
+	if (hi == UINT64_MAX)
+		fprintf(f, "[%" PRIu64 ", inf)", lo);
+	else
+		fprintf(f, "[%" PRIu64 ", %" PRIu64 ")", lo, hi);
+	(void)h;
+}
+
+static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m)
+{
+	static const struct { const char *name; double q; } pcts[] = {
+		{ "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 }, { "p99.9", 0.999 },
+	};
+	uint32_t p = m->scheme.precision;
+	int first = -1, last = -1;
+	uint64_t max = 0;
+	const char *desc = h->name;
+
+	for (int i = 0; i < m->nkinds; i++)
+		if (!strcmp(m->kinds[i].name, h->name))
+			desc = m->kinds[i].desc;
+	fprintf(f, "\n%s: %s; ", h->name, desc);
+	print_key(f, &h->key);
+	fputc('\n', f);
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		if (!h->slots[i])
+			continue;
+		if (first < 0)
+			first = (int)i;
+		last = (int)i;
+		if (h->slots[i] > max)
+			max = h->slots[i];
+	}
+	if (first < 0) {
+		fputs("     (no events)\n", f);
+		return;
+	}
+	fprintf(f, "%*s%-*s : count    distribution\n", 5, "", 19, unit_header(m->unit));
+	for (int i = first; i <= last; i++) {
+		uint64_t lo = lh_slot_lo((uint32_t)i, p), hi = lh_slot_hi((uint32_t)i, p);
+
+		if (hi == UINT64_MAX)
+			fprintf(f, "%10" PRIu64 " -> %-10s : %-8" PRIu64 " |", lo, "inf", h->slots[i]);
+		else
+			fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi - 1,
+				h->slots[i]);
+		print_stars(f, h->slots[i], max);
+		fputs("|\n", f);
+	}
+	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
+		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
+		fprintf(f, "  %s ", pcts[i].name);
+		print_slot_range(f, h, lh_hist_quantile_slot(h, pcts[i].q), m);
+	}
+	fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns), m->unit);
+}
+
+static void print_header(FILE *f, const struct lh_meta *m)
+{
+	fprintf(f, "lathist %s: kernel %s, %d CPUs, clock %s\n", m->tool, m->kernel, m->ncpus,
+		m->clock);
+	fputs("attach:", f);
+	for (int i = 0; i < m->nattach; i++)
+		fprintf(f, " %s=%s", m->attach[i].tracepoint, m->attach[i].type);
+	fputs("\nfilters:", f);
+	if (!m->nfilters)
+		fputs(" none", f);
+	for (int i = 0; i < m->nfilters; i++)
+		fprintf(f, " %s=%s", m->filters[i].name, m->filters[i].value);
+	fprintf(f, "; grouping: %s; precision %u (%u sub-slots per power of two)\n", m->grouping,
+		m->scheme.precision, 1U << m->scheme.precision);
+	if (m->interval_index)
+		fprintf(f, "interval %u: %.3f s\n", m->interval_index, (double)m->duration_ns / 1e9);
+	else
+		fprintf(f, "duration: %.3f s\n", (double)m->duration_ns / 1e9);
+}
+
+static void print_losses(FILE *f, const struct lh_report *r)
+{
+	const uint64_t *v = r->counters;
+	uint64_t events = v[LH_EV_ENDS];
+	char *reasons[LH_NR_COUNTERS];
+	size_t n;
+
+	fprintf(f, "\nevents and losses (shares of %" PRIu64 " events):\n", events);
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		const struct lh_counter_info *ci = lh_counter_info(i);
+
+		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
+		if (events && i != LH_EV_ENDS)
+			fprintf(f, " %7.2f%%", 100.0 * (double)v[i] / (double)events);
+		else
+			fprintf(f, " %8s", "");
+		fprintf(f, "  %s%s\n", ci->loss ? "LOSS: " : "", ci->desc);
+	}
+	n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS);
+	if (!n) {
+		fputs("no loss: every paired event is in the histograms\n", f);
+		return;
+	}
+	fprintf(f, "WARNING: %" PRIu64 " events lost (", lh_counters_lost(v));
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s%s", i ? "; " : "", reasons[i]);
+		free(reasons[i]);
+	}
+	fputs("). Losses cluster in bursts and expensive events: the distribution may be\n"
+	      "biased (most likely the tail is under-reported); counts were not rescaled.\n", f);
+}
+
+void lh_render_text(FILE *f, const struct lh_report *r)
+{
+	print_header(f, &r->meta);
+	if (!r->nhists)
+		fputs("\n(no paired events)\n", f);
+	for (size_t i = 0; i < r->nhists; i++)
+		print_hist(f, &r->hists[i], &r->meta);
+	print_losses(f, r);
+	fflush(f);
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+static int key_cmp(const struct lh_key *a, const struct lh_key *b)
+{
+	int c;
+
+	if (a->fields != b->fields)
+		return a->fields < b->fields ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->cpu != b->cpu)
+		return a->cpu < b->cpu ? -1 : 1;
+	if (a->birth_ns != b->birth_ns)
+		return a->birth_ns < b->birth_ns ? -1 : 1;
+	if ((c = strcmp(a->disk, b->disk)))
+		return c;
+	if ((c = strcmp(a->op, b->op)))
+		return c;
+	return strcmp(a->comm, b->comm);
+}
+
+/* comm is a label, not identity: two keys that differ only in comm are the same task */
+static bool key_same(const struct lh_key *a, const struct lh_key *b)
+{
+	return a->fields == b->fields && a->pid == b->pid && a->tid == b->tid &&
+	       a->cpu == b->cpu && a->birth_ns == b->birth_ns &&
+	       !strcmp(a->disk, b->disk) && !strcmp(a->op, b->op);
+}
+
+struct lh_hist *lh_report_find(struct lh_report *r, const char *name, const struct lh_key *key)
+{
+	for (size_t i = 0; i < r->nhists; i++)
+		if (!strcmp(r->hists[i].name, name) && key_same(&r->hists[i].key, key))
+			return &r->hists[i];
+	return NULL;
+}
+
+struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const struct lh_key *key)
+{
+	struct lh_hist *h;
+
+	if (r->nhists == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		struct lh_hist *n = realloc(r->hists, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		r->hists = n;
+		r->cap = cap;
+	}
+	h = &r->hists[r->nhists];
+	if (lh_hist_init(h, name, key, &r->meta.scheme))
+		return NULL;
+	r->nhists++;
+	return h;
+}
+
+static const struct lh_meta *sort_meta;
+
+static int name_rank(const char *name)
+{
+	int i;
+
+	for (i = 0; i < sort_meta->nkinds; i++)
+		if (!strcmp(sort_meta->kinds[i].name, name))
+			return i;
+	return i;
+}
+
+static int hist_cmp(const void *pa, const void *pb)
+{
+	const struct lh_hist *a = pa, *b = pb;
+	int ra = name_rank(a->name), rb = name_rank(b->name);
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return key_cmp(&a->key, &b->key);
+}
+
+void lh_report_sort(struct lh_report *r)
+{
+	sort_meta = &r->meta;
+	qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
+	sort_meta = NULL;
+}
+
+void lh_report_clear(struct lh_report *r)
+{
+	for (size_t i = 0; i < r->nhists; i++)
+		lh_hist_free(&r->hists[i]);
+	free(r->hists);
+	r->hists = NULL;
+	r->nhists = r->cap = 0;
+	memset(r->counters, 0, sizeof(r->counters));
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One measurement: its metadata, histograms and counters, and the renderers
+ * (text, JSON) that every tool shares.
+ */
+#ifndef LATHIST_REPORT_H
+#define LATHIST_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "counters_user.h"
+#include "hist.h"
+
+#define LH_SCHEMA "lathist/1"
+#define LH_MAX_ATTACH 8
+#define LH_MAX_FILTERS 8
+#define LH_MAX_MAPS 8
+
+struct lh_attach {
+	const char *tracepoint;	/* "sched_switch" */
+	const char *type;	/* "tp_btf", "raw_tp" or "tracepoint" */
+};
+
+struct lh_filter {
+	const char *name;	/* "pid", "tid", "cpus", "cgroup" */
+	char value[256];
+	bool numeric;		/* render as a JSON number */
+};
+
+struct lh_map_size {
+	const char *name;
+	uint32_t max_entries;
+	uint64_t memlock_bytes;	/* from /proc/self/fdinfo; task storage: map only */
+};
+
+/* A histogram a tool produces, in the order it prints them. */
+struct lh_hist_kind {
+	const char *name;	/* "wakeup" */
+	const char *desc;	/* "wakeup latency: wakeup to switch-in" */
+};
+
+struct lh_meta {
+	const char *tool;		/* "runq" */
+	char kernel[128];		/* uname release */
+	const char *clock;		/* "CLOCK_MONOTONIC (bpf_ktime_get_ns)" */
+	struct lh_attach attach[LH_MAX_ATTACH];
+	int nattach;
+	struct lh_filter filters[LH_MAX_FILTERS];
+	int nfilters;
+	const struct lh_hist_kind *kinds;
+	int nkinds;
+	const char *grouping;		/* "total", "process", "thread", "cpu" */
+	const char *unit;		/* "ns", "us", "ms" */
+	struct lh_scheme scheme;
+	int ncpus;
+	uint64_t start_realtime_ns;	/* CLOCK_REALTIME when this aggregate began */
+	uint64_t duration_ns;		/* covered by this aggregate */
+	uint64_t interval_ns;		/* 0 = whole run */
+	uint32_t interval_index;	/* 1-based in interval mode, 0 otherwise */
+	struct lh_map_size maps[LH_MAX_MAPS];
+	int nmaps;
+};
+
+struct lh_report {
+	struct lh_meta meta;
+	struct lh_hist *hists;
+	size_t nhists, cap;
+	uint64_t counters[LH_NR_COUNTERS];
+};
+
+/* Append a zeroed histogram (takes the scheme from meta); NULL on ENOMEM. */
+struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const struct lh_key *key);
+/* Find the histogram with this name and key, or NULL. */
+struct lh_hist *lh_report_find(struct lh_report *r, const char *name, const struct lh_key *key);
+/* Sort histograms by meta.kinds order, then key. */
+void lh_report_sort(struct lh_report *r);
+/* Free histograms; meta stays. */
+void lh_report_clear(struct lh_report *r);
+
+/* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
+void lh_render_text(FILE *f, const struct lh_report *r);
+
+/*
+ * JSON (schema lathist/1) as a malloc'd NUL-terminated string, pretty unless
+ * compact (one line, for JSON lines). NULL on ENOMEM.
+ */
+char *lh_render_json(const struct lh_report *r, bool compact);
+
+#endif /* LATHIST_REPORT_H */

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tool.h"
+#include "util.h"
+
+static char *render(const struct lh_report *r, const struct lh_common_opts *o, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f;
+
+	if (o->format == LH_FMT_JSON) {
+		bool lines = o->interval_ns && !o->output;
+		char *s = lh_render_json(r, lines);
+
+		if (!s)
+			return NULL;
+		*len = strlen(s);
+		/* terminate the document with a newline */
+		buf = realloc(s, *len + 2);
+		if (!buf) {
+			free(s);
+			return NULL;
+		}
+		buf[(*len)++] = '\n';
+		buf[*len] = 0;
+		return buf;
+	}
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	lh_render_text(f, r);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
+{
+	size_t len = 0;
+	char *buf = render(r, o, &len);
+	int err = 0;
+
+	if (!buf) {
+		fprintf(stderr, "lathist %s: out of memory rendering the report\n", r->meta.tool);
+		return -ENOMEM;
+	}
+	if (o->output) {
+		err = lh_write_atomic(o->output, buf, len);
+		if (err)
+			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
+				"is unchanged)\n", r->meta.tool, o->output, strerror(-err));
+	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+		err = -EIO;
+	}
+	free(buf);
+	return err;
+}
+
+void lh_load_error(const char *tool, int err, bool verbose)
+{
+	const char *why;
+
+	switch (-err) {
+	case EPERM:
+		why = "operation not permitted: needs root (CAP_BPF, CAP_PERFMON) and no lockdown "
+		      "forbidding BPF (see /sys/kernel/security/lockdown)";
+		break;
+	case EACCES:
+	case EINVAL:
+		why = "the kernel's verifier rejected a program (this kernel may lack a feature "
+		      "lathist needs; try --attach raw_tp)";
+		break;
+	case ENOMEM:
+	case E2BIG:
+		why = "out of memory for maps; lower --max-keys or --precision";
+		break;
+	default:
+		why = strerror(-err);
+	}
+	fprintf(stderr, "lathist %s: cannot load the BPF programs: %s%s\n", tool, why,
+		verbose ? "" : " (run with -v for the verifier log)");
+}
+
+void lh_bad_option(const char *tool, int opt, char **argv)
+{
+	const char *arg = argv[optind - 1];
+
+	if (opt == ':')
+		lh_usage_error(tool, "option '%s' needs a value; see lathist %s -h", arg, tool);
+	else if (optopt)
+		lh_usage_error(tool, "unknown option '-%c'; see lathist %s -h", optopt, tool);
+	else
+		lh_usage_error(tool, "unknown option '%s'; see lathist %s -h", arg, tool);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* What every tracing verb does the same way: emit a report, explain failures. */
+#ifndef LATHIST_TOOL_H
+#define LATHIST_TOOL_H
+
+#include "cli.h"
+#include "report.h"
+
+/*
+ * Render r in the chosen format to stdout, or replace -o FILE atomically.
+ * JSON on stdout in interval mode is one compact line per interval (JSON
+ * lines). Returns 0 or a negative errno (reported on stderr; the last good
+ * file stays in place).
+ */
+int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
+
+/* One-line diagnosis of a failed skeleton load (err: negative errno). */
+void lh_load_error(const char *tool, int err, bool verbose);
+
+/* One-line error for getopt's '?' (unknown option) or ':' (missing value). */
+void lh_bad_option(const char *tool, int opt, char **argv);
+
+/* Verb entry points (argv[0] is the verb). */
+int runq_main(int argc, char **argv);
+
+#endif /* LATHIST_TOOL_H */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Parsing of option values and atomic output files. */
+#ifndef LATHIST_UTIL_H
+#define LATHIST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Parse a duration: a decimal number of seconds ("5", "0.5") or a number with
+ * a unit suffix ns, us, ms, s ("250us"). Returns 0 and *ns, or -EINVAL
+ * (garbage, negative, zero when !allow_zero, or over 10^7 s).
+ */
+int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns);
+
+/* Parse an unsigned decimal in [min, max]; -EINVAL or -ERANGE. */
+int lh_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *v);
+
+/* Parse a unit name ns|us|ms into nanoseconds per unit; -EINVAL otherwise. */
+int lh_parse_unit(const char *s, uint64_t *unit_ns);
+
+/*
+ * Parse a CPU list ("0-3,7") into a bit mask of nwords 64-bit words.
+ * CPUs must be below ncpus. Returns 0, -EINVAL (syntax), or -ERANGE with the
+ * offending CPU in *bad.
+ */
+int lh_parse_cpulist(const char *s, uint64_t *mask, size_t nwords, int ncpus, long *bad);
+
+/*
+ * Check before tracing that path can be written later: its folder exists and
+ * is writable, and path is not a symlink or a directory. Returns 0 or a
+ * negative errno (-ELOOP for a symlink, -EISDIR, -ENOENT, -EACCES).
+ */
+int lh_output_check(const char *path);
+
+/*
+ * Replace path atomically with len bytes of data: write a temporary file in
+ * the same folder, fsync, rename over path. Refuses to replace a symlink
+ * (-ELOOP). Returns 0 or a negative errno; on error path is left as it was.
+ */
+int lh_write_atomic(const char *path, const char *data, size_t len);
+
+/* Nanoseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
+uint64_t lh_now_ns(void);
+uint64_t lh_realtime_ns(void);
+
+#endif /* LATHIST_UTIL_H */
