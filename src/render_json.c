@@ -170,8 +170,8 @@ char *lh_render_json(const struct lh_report *r, bool compact)
 	json_object_object_add(root, "histograms", hs);
 	json_object_object_add(root, "loss", loss_json(r->counters));
 	json_object_object_add(root, "bias", bias_json(r->counters));
-	s = json_object_to_json_string_ext(root, compact ? JSON_C_TO_STRING_PLAIN :
-						  JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+	s = json_object_to_json_string_ext(root, compact ? JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
+						  JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
 	out = s ? strdup(s) : NULL;
 	json_object_put(root);
 	return out;

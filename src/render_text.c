@@ -125,8 +125,12 @@ static void print_header(FILE *f, const struct lh_meta *m)
 		fputs(" none", f);
 	for (int i = 0; i < m->nfilters; i++)
 		fprintf(f, " %s=%s", m->filters[i].name, m->filters[i].value);
-	fprintf(f, "; grouping: %s; precision %u (%u sub-slots per power of two)\n", m->grouping,
-		m->scheme.precision, 1U << m->scheme.precision);
+	fprintf(f, "; grouping: %s; ", m->grouping);
+	if (m->scheme.precision)
+		fprintf(f, "precision %u (%u linear sub-slots per power of two)\n",
+			m->scheme.precision, 1U << m->scheme.precision);
+	else
+		fputs("log2 slots\n", f);
 	if (m->interval_index)
 		fprintf(f, "interval %u: %.3f s\n", m->interval_index, (double)m->duration_ns / 1e9);
 	else

@@ -1,0 +1,136 @@
+"""Helpers for lathist integration tests: run the tool and the workload side by side."""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LATHIST = os.path.join(ROOT, "lathist")
+RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
+
+
+class TestFailure(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def _readline(stream, timeout, what):
+    """Read one line from a pipe within timeout seconds."""
+    end = time.monotonic() + timeout
+    buf = b""
+    fd = stream.fileno()
+    while time.monotonic() < end:
+        r, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+        if not r:
+            break
+        ch = os.read(fd, 1)
+        if not ch:
+            break
+        buf += ch
+        if ch == b"\n":
+            return buf.decode()
+    raise TestFailure(f"timed out waiting for {what} (got {buf!r})")
+
+
+class Lathist:
+    """lathist VERB ARGS in the background; start() returns once it prints 'Tracing'."""
+
+    def __init__(self, *args):
+        self.args = [LATHIST, *args]
+        self.proc = None
+        self.stderr_head = ""
+
+    def start(self, timeout=60):
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while True:
+            line = _readline(self.proc.stderr, timeout, "'Tracing' from " + " ".join(self.args))
+            self.stderr_head += line
+            if line.startswith("Tracing"):
+                return self
+
+    def stop(self, sig=signal.SIGINT, timeout=60):
+        """Signal it, wait, and return (returncode, stdout, stderr)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out.decode(), self.stderr_head + err.decode()
+
+    def wait(self, timeout=120):
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out.decode(), self.stderr_head + err.decode()
+
+
+def run(*args, timeout=120, **kw):
+    """Run lathist to completion: (returncode, stdout, stderr)."""
+    p = subprocess.run([LATHIST, *args], capture_output=True, timeout=timeout, **kw)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+class Workload:
+    """runqwork MODE ARGS: start() returns its pid; go() lets it run; wait() returns its lines."""
+
+    def __init__(self, *args):
+        self.args = [RUNQWORK, *[str(a) for a in args]]
+
+    def start(self):
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        line = _readline(self.proc.stdout, 30, "workload ready")
+        check(line.startswith("ready "), f"workload said {line!r}")
+        self.pid = int(line.split()[1])
+        return self.pid
+
+    def go(self):
+        self.proc.stdin.write(b"go\n")
+        self.proc.stdin.flush()
+
+    def wait(self, timeout=300):
+        out, err = self.proc.communicate(timeout=timeout)
+        check(self.proc.returncode == 0,
+              f"workload {self.args} failed rc={self.proc.returncode}: {err.decode()}")
+        rows = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+        return rows
+
+
+def traced(workload, *lathist_args, pid_filter=True):
+    """Attach lathist (-p workload pid unless pid_filter is False), run the workload
+    to its end, stop lathist; returns (workload rows, lathist JSON document)."""
+    pid = workload.start()
+    args = list(lathist_args)
+    if pid_filter:
+        args = ["-p", str(pid)] + args
+    tool = Lathist("runq", "-f", "json", *args).start()
+    workload.go()
+    rows = workload.wait()
+    rc, out, err = tool.stop()
+    check(rc == 0, f"lathist exited {rc}: {err}")
+    return rows, json.loads(out)
+
+
+def per_task(doc, field="tid"):
+    """{(id, start_ns): {"count", "sum_ns", "max_ns", "kinds": {name: hist}, "comm"}}"""
+    tasks = {}
+    for h in doc["histograms"]:
+        k = h["key"]
+        t = tasks.setdefault((k[field], k["start_ns"]),
+                             {"count": 0, "sum_ns": 0, "max_ns": 0, "kinds": {}, "comm": k["comm"]})
+        t["count"] += h["count"]
+        t["sum_ns"] += h["sum_ns"]
+        t["max_ns"] = max(t["max_ns"], h["max_ns"])
+        t["kinds"][h["name"]] = h
+    return tasks
+
+
+def by_id(tasks):
+    """Collapse (id, start) keys to id, failing if an id occurs twice."""
+    out = {}
+    for (i, _), v in tasks.items():
+        check(i not in out, f"id {i} has two histogram keys where one task was expected")
+        out[i] = v
+    return out

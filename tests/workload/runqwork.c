@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Test workload with known runqueue waits. Prints "ready PID", waits for a
+ * line on stdin (so the tracer can attach first), runs, and prints one JSON
+ * line per thread or child with the kernel's own accounting, read by the
+ * thread itself just before it exits from /proc/self/task/TID/schedstat:
+ * oncpu_ns (field 1), run_delay_ns (field 2), pcount (field 3).
+ *
+ *   runqwork mix   CPU SPINNERS SLEEPERS MS   threads pinned to CPU: spinners
+ *                                             burn, sleepers sleep 1 ms and spin 100 us
+ *   runqwork churn THREADS REUSE              a sleeper lives while THREADS short
+ *                                             threads come and go, then REUSE child
+ *                                             processes are created one after the other
+ *                                             with the same pid (clone3 set_tid)
+ *   runqwork pipe  CGROUP ROUNDS              a reader child in cgroup CGROUP is woken
+ *                                             ROUNDS times by a writer outside it
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (now_ns() < end)
+		;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Read this thread's schedstat and print one JSON line (a single write). */
+static void report(const char *role, int index)
+{
+	unsigned long long oncpu = 0, delay = 0, pcount = 0;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	char path[96], line[256];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = (int)read(fd, line, sizeof(line) - 1);
+		close(fd);
+		if (n > 0) {
+			line[n] = 0;
+			sscanf(line, "%llu %llu %llu", &oncpu, &delay, &pcount);
+		}
+	}
+	n = snprintf(line, sizeof(line),
+		     "{\"role\":\"%s\",\"index\":%d,\"tid\":%d,\"pid\":%d,\"oncpu_ns\":%llu,"
+		     "\"run_delay_ns\":%llu,\"pcount\":%llu}\n",
+		     role, index, tid, getpid(), oncpu, delay, pcount);
+	if (write(1, line, (size_t)n) != n)
+		_exit(3);
+}
+
+static void wait_go(void)
+{
+	char buf[16];
+
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		exit(1);
+}
+
+/* ---- mix ---- */
+
+static uint64_t mix_end;
+
+static void *spinner(void *arg)
+{
+	while (now_ns() < mix_end)
+		spin_ns(100000);
+	report("spinner", (int)(intptr_t)arg);
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	while (now_ns() < mix_end) {
+		sleep_ns(1000000);
+		spin_ns(100000);
+	}
+	report("sleeper", (int)(intptr_t)arg);
+	return NULL;
+}
+
+static int run_mix(int cpu, int nspin, int nsleep, int ms)
+{
+	pthread_t th[64];
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int n = 0;
+
+	if (nspin + nsleep > 64)
+		return 2;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_attr_init(&attr);
+	/* start on the CPU already: no migration wait to muddle the counts */
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	wait_go();
+	mix_end = now_ns() + (uint64_t)ms * 1000000ULL;
+	for (int i = 0; i < nspin; i++)
+		pthread_create(&th[n++], &attr, spinner, (void *)(intptr_t)i);
+	for (int i = 0; i < nsleep; i++)
+		pthread_create(&th[n++], &attr, sleeper, (void *)(intptr_t)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+/* ---- churn ---- */
+
+static volatile int churn_done;
+
+static void *churn_sleeper(void *arg __attribute__((unused)))
+{
+	while (!churn_done) {
+		sleep_ns(1000000);
+		spin_ns(20000);
+	}
+	report("sleeper", 0);
+	return NULL;
+}
+
+static void *short_thread(void *arg)
+{
+	spin_ns(20000);
+	report("short", (int)(intptr_t)arg);
+	return NULL;
+}
+
+static pid_t clone_with_tid(pid_t tid)
+{
+	struct clone_args args = { 0 };
+
+	args.exit_signal = SIGCHLD;
+	args.set_tid = (uint64_t)(uintptr_t)&tid;
+	args.set_tid_size = 1;
+	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/* A child whose pid a later child takes again: sleeps and wakes 20 times. */
+static void reuse_child(int index)
+{
+	for (int i = 0; i < 20; i++) {
+		sleep_ns(500000);
+		spin_ns(20000);
+	}
+	report("reuse", index);
+	_exit(0);
+}
+
+static int run_reuse(int n)
+{
+	pid_t want = 0;
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = -1;
+		int status;
+
+		if (!want) {
+			/* find a free pid near ours */
+			for (pid_t cand = getpid() + 500; cand < getpid() + 20000; cand++) {
+				pid = clone_with_tid(cand);
+				if (pid >= 0 || errno != EEXIST)
+					break;
+			}
+		} else {
+			for (int t = 0; t < 1000; t++) {
+				pid = clone_with_tid(want);
+				if (pid >= 0 || errno != EEXIST)
+					break;
+				usleep(1000);
+			}
+		}
+		if (pid < 0) {
+			fprintf(stderr, "runqwork: clone3 set_tid: %s\n", strerror(errno));
+			return 1;
+		}
+		if (pid == 0)
+			reuse_child(i);
+		want = pid;
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+	}
+	return 0;
+}
+
+static int run_churn(int nthreads, int nreuse)
+{
+	pthread_t s;
+	int err;
+
+	wait_go();
+	pthread_create(&s, NULL, churn_sleeper, NULL);
+	for (int i = 0; i < nthreads; i++) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, short_thread, (void *)(intptr_t)i))
+			return 1;
+		pthread_join(t, NULL);
+	}
+	fflush(stdout);
+	err = run_reuse(nreuse);
+	churn_done = 1;
+	pthread_join(s, NULL);
+	return err;
+}
+
+/* ---- pipe ---- */
+
+static int run_pipe(const char *cgroup, int rounds)
+{
+	int to_reader[2], to_writer[2], status;
+	char path[4096], c = 'x';
+	pid_t child;
+
+	if (pipe(to_reader) || pipe(to_writer))
+		return 1;
+	wait_go();
+	child = fork();
+	if (child < 0)
+		return 1;
+	if (child == 0) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+		fd = open(path, O_WRONLY);
+		if (fd < 0 || write(fd, "0", 1) != 1) {
+			fprintf(stderr, "runqwork: cannot join %s: %s\n", path, strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+		if (write(to_writer[1], &c, 1) != 1)	/* "in the cgroup now" */
+			_exit(1);
+		for (int i = 0; i < rounds; i++) {
+			if (read(to_reader[0], &c, 1) != 1 || write(to_writer[1], &c, 1) != 1)
+				_exit(1);
+		}
+		report("reader", 0);
+		_exit(0);
+	}
+	if (read(to_writer[0], &c, 1) != 1)
+		return 1;
+	for (int i = 0; i < rounds; i++) {
+		if (write(to_reader[1], &c, 1) != 1 || read(to_writer[0], &c, 1) != 1)
+			return 1;
+	}
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 1;
+	report("writer", 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = 2;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strcmp(argv[1], "mix"))
+		rc = run_mix(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	else if (argc == 4 && !strcmp(argv[1], "churn"))
+		rc = run_churn(atoi(argv[2]), atoi(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "pipe"))
+		rc = run_pipe(argv[2], atoi(argv[3]));
+	else
+		fprintf(stderr, "usage: runqwork mix CPU SPINNERS SLEEPERS MS | churn THREADS REUSE"
+			" | pipe CGROUP ROUNDS\n");
+	if (rc == 0)
+		printf("done\n");
+	return rc;
+}
