@@ -24,6 +24,10 @@ const volatile __u32 hist_precision = 0;
 const volatile __u32 hist_nslots = LH_NSLOTS(0);
 const volatile __u64 hist_unit_ns = 1000;	/* slot values are delta / unit */
 
+/* Set by the loader once every program is attached: events before that would
+ * see only part of the picture (a wakeup without its switch, or the reverse). */
+volatile bool lh_enabled;
+
 /* Interval double buffer: the loader flips it, waits an RCU grace period and
  * reads the other half, so no increment lands in a half being read. */
 volatile __u32 hist_buf;
@@ -43,10 +47,13 @@ struct {
 	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
 } lathist_zero_hist SEC(".maps");
 
+/* This CPU's counters; NULL until tracing is fully enabled. */
 static __always_inline struct lh_counters *lh_counters(void)
 {
 	__u32 zero = 0;
 
+	if (!lh_enabled)
+		return NULL;
 	return bpf_map_lookup_elem(&lathist_counters, &zero);
 }
 

@@ -19,8 +19,8 @@ const char lh_common_help[] =
 	"  -u, --unit UNIT        histogram slot unit: ns, us (default) or ms\n"
 	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (default 0)\n"
 	"  -p, --pid PID          only tasks of process PID\n"
-	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or under\n"
-	"                         /sys/fs/cgroup)\n"
+	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or\n"
+	"                         relative to the cgroup2 mount)\n"
 	"  -f, --format FMT       text (default) or json (schema lathist/1)\n"
 	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
 	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
@@ -68,15 +68,38 @@ static long proc_tgid(uint32_t id)
 	return tgid;
 }
 
+int lh_cgroup2_mount(char *mnt, size_t len)
+{
+	char dev[256], dir[4096], type[64];
+	int found = -ENOENT;
+	FILE *f = fopen("/proc/self/mounts", "r");
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3) {
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(mnt, len, "%s", dir);
+			found = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 {
 	struct statfs sfs;
 	struct stat st;
+	char mnt[4096];
 
-	if (path[0] == '/')
+	if (path[0] == '/') {
 		snprintf(resolved, len, "%s", path);
-	else
-		snprintf(resolved, len, "/sys/fs/cgroup/%s", path);
+	} else {
+		if (lh_cgroup2_mount(mnt, sizeof(mnt)))
+			return -EMEDIUMTYPE;
+		snprintf(resolved, len, "%s/%s", mnt, path);
+	}
 	if (stat(resolved, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
@@ -116,15 +139,19 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *tool)
 {
 	int err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
+	char mnt[4096];
 
 	if (!err)
 		return 0;
-	if (err == -EMEDIUMTYPE)
+	if (lh_cgroup2_mount(mnt, sizeof(mnt)))
+		lh_usage_error(tool, "--cgroup '%s': no cgroup v2 file system is mounted; mount one "
+			       "(mount -t cgroup2 none /sys/fs/cgroup/unified)", arg);
+	else if (err == -EMEDIUMTYPE)
 		lh_usage_error(tool, "--cgroup '%s': %s is not on a cgroup v2 file system; "
-			       "give a folder under /sys/fs/cgroup", arg, o->cgroup);
+			       "give a folder under %s", arg, o->cgroup, mnt);
 	else
-		lh_usage_error(tool, "--cgroup '%s': %s: %s; give a cgroup v2 folder, e.g. "
-			       "/sys/fs/cgroup/system.slice", arg, o->cgroup, strerror(-err));
+		lh_usage_error(tool, "--cgroup '%s': %s: %s; give a cgroup v2 folder under %s",
+			       arg, o->cgroup, strerror(-err), mnt);
 	return -EINVAL;
 }
 

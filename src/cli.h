@@ -72,7 +72,13 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool);
 /* Print a usage error "lathist TOOL: ..." to stderr. */
 void lh_usage_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Resolve a cgroup v2 path (absolute, or relative to /sys/fs/cgroup) to its id. */
+/* Where cgroup2 is mounted (first in /proc/self/mounts); -ENOENT when nowhere. */
+int lh_cgroup2_mount(char *mnt, size_t len);
+
+/*
+ * Resolve a cgroup v2 path (absolute, or relative to the cgroup2 mount) to its
+ * id. Returns 0, -EMEDIUMTYPE (not cgroup2), -ENOTDIR or another -errno.
+ */
 int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id);
 
 /* The text shared by every verb's -h for the common options. */

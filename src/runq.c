@@ -608,6 +608,7 @@ int runq_main(int argc, char **argv)
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;
 	}
+	x.skel->bss->lh_enabled = true;
 	fprintf(stderr, "Tracing runqueue latency (%s)... Hit Ctrl-C to end.\n",
 		btf ? "tp_btf" : "raw_tp");
 	err = run_loop(&x) ? LH_EXIT_RUNTIME : LH_EXIT_OK;

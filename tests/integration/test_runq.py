@@ -23,6 +23,37 @@ COUNT_SLACK = 3
 PER_WAIT_BOUND_NS = 50_000
 
 
+def cgroup2_mount():
+    """The cgroup2 mount point (hybrid hosts mount it at /sys/fs/cgroup/unified)."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return mnt
+    mnt = "/run/lathist-test-cgroup2"
+    os.makedirs(mnt, exist_ok=True)
+    subprocess.run(["mount", "-t", "cgroup2", "none", mnt], check=True)
+    return mnt
+
+
+class LossBudget:
+    """A thread may show fewer waits than schedstat only where the tool itself reported
+    as many losses: every missing wait must be accounted for, never silently dropped.
+    (On this VM kind the kernel emits no sched_switch for a few switches of PID 1's
+    threads; the other task of such a switch then has an unpaired end, which lathist
+    counts as unpaired_no_start.)"""
+
+    def __init__(self, doc):
+        self.left = doc["loss"]["lost"]
+
+    def check(self, got, want, what):
+        check(got - want <= COUNT_SLACK, f"{what}: count {got} vs schedstat pcount {want}")
+        if got < want:
+            self.left -= want - got
+            check(self.left >= 0, f"{what}: count {got} < pcount {want}, more than the "
+                                  f"losses the tool reported")
+
+
 def check_schedstat(rows, tasks, roles):
     """Per-thread counts and sums against schedstat; returns (sum lathist, sum run_delay)."""
     total_tool = total_kernel = 0
@@ -77,7 +108,8 @@ def preempt_only(attach):
         kinds = tasks[r["tid"]]["kinds"]
         pre = kinds.get("preempt", {}).get("count", 0)
         wake = kinds.get("wakeup", {}).get("count", 0)
-        check(wake <= 1, f"tid {r['tid']}: {wake} wakeup waits for a thread that never sleeps")
+        # a spinner sleeps only on the first run and, rarely, on mmap_lock in a page fault
+        check(wake <= 3, f"tid {r['tid']}: {wake} wakeup waits for a thread that never sleeps")
         check(pre >= 10 and abs(pre - (r["pcount"] - wake)) <= COUNT_SLACK,
               f"tid {r['tid']}: {pre} preemption waits vs pcount {r['pcount']}")
 
@@ -88,3 +120,310 @@ def test_preempt_only_tp_btf():
 
 def test_preempt_only_raw_tp():
     preempt_only("raw_tp")
+
+
+def test_idle_tasks_never_paired():
+    """C1: the idle tasks (pid 0) never appear, never pair, and no absurd value lands."""
+    for grouping in ("--per-thread", "--per-cpu"):
+        for attach in ATTACH:
+            rc, out, err = run("runq", "-d", "1", "-f", "json", grouping, "--attach", attach)
+            check(rc == 0, f"rc {rc}: {err}")
+            doc = json.loads(out)
+            ncpus = doc["meta"]["ncpus"]
+            for h in doc["histograms"]:
+                k = h["key"]
+                check(k.get("tid", 1) != 0 and k.get("pid", 1) != 0, f"idle task in {k}")
+                check(k.get("cpu", 0) < ncpus, f"cpu out of range in {k}")
+                check(h["max_ns"] < 60e9, f"absurd max {h['max_ns']} ns in {k}")
+                for s in h["slots"]:
+                    check(s["lo_ns"] < 60e9, f"absurd slot {s} in {h['name']} {k}")
+            check(doc["loss"]["negative_delta"] == 0, f"negative deltas: {doc['loss']}")
+
+
+def churn(attach):
+    """C3: 2000 short threads while a sleeper lives on, and 5 processes that take the
+    same pid one after the other: never merged, no stale start."""
+    work = Workload("churn", 2000, 5)
+    pid = work.start()
+    threads = Lathist("runq", "-f", "json", "--per-thread", "--attach", attach).start()
+    procs = Lathist("runq", "-f", "json", "--per-process", "--attach", attach).start()
+    work.go()
+    rows = work.wait()
+    docs = []
+    for tool in (threads, procs):
+        rc, out, err = tool.stop()
+        check(rc == 0, f"lathist rc {rc}: {err}")
+        docs.append(json.loads(out))
+    per_thread = per_task(docs[0])
+    per_proc = per_task(docs[1], "pid")
+    budgets = (LossBudget(docs[0]), LossBudget(docs[1]))
+    for d in docs:
+        check(d["loss"]["lost"] <= 0.001 * d["loss"]["events"], f"losses {d['loss']}")
+
+    shorts = [r for r in rows if r["role"] == "short"]
+    check(len(shorts) == 2000, f"{len(shorts)} short threads reported")
+    # a tid may come back within the run (pid_max wraps): one key per task, in birth order
+    by_tid = {}
+    for r in sorted(shorts, key=lambda r: r["index"]):
+        by_tid.setdefault(r["tid"], []).append(r)
+    for tid, tasks in by_tid.items():
+        keys = sorted((k[1], v) for k, v in per_thread.items()
+                      if k[0] == tid and v["kinds"] and
+                      next(iter(v["kinds"].values()))["key"]["pid"] == pid)
+        if not keys:	# every wait of the thread lost: only if the tool said so
+            for r in tasks:
+                budgets[0].check(0, r["pcount"], f"short thread {tid} (no key)")
+            continue
+        check(len(keys) == len(tasks),
+              f"short thread tid {tid}: {len(keys)} keys for {len(tasks)} threads")
+        for (_, v), r in zip(keys, tasks):
+            budgets[0].check(v["count"], r["pcount"], f"short thread {tid}")
+
+    sleeper = next(r for r in rows if r["role"] == "sleeper")
+    s = [v for k, v in per_thread.items() if k[0] == sleeper["tid"]]
+    check(len(s) == 1, f"sleeper has {len(s)} keys")
+    check(s[0]["max_ns"] < 200e6, f"sleeper max wait {s[0]['max_ns']} ns: a stale start?")
+    budgets[0].check(s[0]["count"], sleeper["pcount"], "sleeper")
+
+    reuse = [r for r in rows if r["role"] == "reuse"]
+    check(len(reuse) == 5 and len({r["tid"] for r in reuse}) == 1,
+          f"reuse children did not share one pid: {[r['tid'] for r in reuse]}")
+    same = reuse[0]["tid"]
+    for table, what, budget in ((per_thread, "thread", budgets[0]),
+                                (per_proc, "process", budgets[1])):
+        # the children are processes (pid == tid); a short thread may have had this tid before
+        keys = sorted((k, v) for k, v in table.items() if k[0] == same and
+                      next(iter(v["kinds"].values()))["key"]["pid"] == same)
+        check(len(keys) == 5, f"per {what}: pid {same} has {len(keys)} keys, want 5 (one per task)")
+        for (_, v), r in zip(keys, sorted(reuse, key=lambda r: r["index"])):
+            budget.check(v["count"], r["pcount"], f"per {what}: reused pid {same} child {r['index']}")
+            check(v["max_ns"] < 200e6, f"per {what}: reused pid: max {v['max_ns']} ns")
+    for d in docs:
+        check(d["loss"]["stale_start"] == 0, f"stale starts paired: {d['loss']}")
+
+
+def test_pid_reuse_tp_btf():
+    churn("tp_btf")
+
+
+def test_pid_reuse_raw_tp():
+    churn("raw_tp")
+
+
+def cgroup_woken(attach):
+    """C4: --cgroup counts the woken task's waits, not the waker's."""
+    path = os.path.join(cgroup2_mount(), f"lathist-test-{os.getpid()}")
+    os.mkdir(path)
+    try:
+        rows, doc = traced(Workload("pipe", path, 2000), "--per-thread", "--cgroup", path,
+                           "--attach", attach, pid_filter=False)
+    finally:
+        for _ in range(50):
+            try:
+                os.rmdir(path)
+                break
+            except OSError:
+                time.sleep(0.1)
+    reader = next(r for r in rows if r["role"] == "reader")
+    writer = next(r for r in rows if r["role"] == "writer")
+    tasks = by_id(per_task(doc))
+    check(writer["tid"] not in tasks, "the waker (outside the cgroup) was counted")
+    check(set(tasks) == {reader["tid"]}, f"tasks counted: {sorted(tasks)}, want only the reader")
+    t = tasks[reader["tid"]]
+    check(reader["pcount"] >= 2000, f"reader pcount {reader['pcount']}")
+    # waits that began before the reader joined the cgroup are (rightly) not counted
+    want = reader["pcount"] - reader["base_pcount"]
+    check(0 <= t["count"] - want <= COUNT_SLACK,
+          f"reader count {t['count']} vs pcount {want} since it joined the cgroup")
+    check(doc["meta"]["filters"]["cgroup"] == path, f"filters: {doc['meta']['filters']}")
+
+
+def test_cgroup_tp_btf():
+    cgroup_woken("tp_btf")
+
+
+def test_cgroup_raw_tp():
+    cgroup_woken("raw_tp")
+
+
+def test_interval_loses_nothing():
+    """-i: per-interval aggregates add up to the whole (no increment lost at a flip)."""
+    work = Workload("mix", CPU, 2, 1, 2000)
+    pid = work.start()
+    tool = Lathist("runq", "-f", "json", "-i", "0.2", "--per-thread", "-p", str(pid)).start()
+    work.go()
+    rows = work.wait()
+    rc, out, err = tool.stop()
+    check(rc == 0, f"rc {rc}: {err}")
+    docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    check(len(docs) >= 8, f"only {len(docs)} intervals")
+    check([d["meta"]["interval_index"] for d in docs] == list(range(1, len(docs) + 1)),
+          "interval indexes are not 1, 2, ...")
+    total = {}
+    for d in docs:
+        for tid, t in by_id(per_task(d)).items():
+            total[tid] = total.get(tid, 0) + t["count"]
+    for r in rows:
+        check(0 <= total.get(r["tid"], 0) - r["pcount"] <= COUNT_SLACK,
+              f"tid {r['tid']}: intervals add to {total.get(r['tid'], 0)}, pcount {r['pcount']}")
+    events = sum(d["loss"]["events"] for d in docs)
+    paired = sum(d["loss"]["paired"] for d in docs)
+    hists = sum(h["count"] for d in docs for h in d["histograms"])
+    check(paired == hists and events >= paired, f"events {events} paired {paired} in hists {hists}")
+
+
+def test_per_process_and_per_cpu():
+    """--per-process sums the threads; --per-cpu puts waits on the CPU they ended on."""
+    rows, doc = traced(Workload("mix", CPU, 2, 1, 800), "--per-process")
+    keys = {(h["key"]["pid"], h["key"]["comm"]) for h in doc["histograms"]}
+    check(len(keys) == 1, f"per-process keys {keys}")
+    count = sum(h["count"] for h in doc["histograms"])
+    want = sum(r["pcount"] for r in rows)
+    # the main thread's few waits (thread creation, join) come on top
+    check(want <= count <= want + 20, f"process count {count} vs threads' pcount {want}")
+
+    rows, doc = traced(Workload("mix", CPU, 2, 1, 800), "--per-cpu")
+    cpus = {}
+    for h in doc["histograms"]:
+        cpus[h["key"]["cpu"]] = cpus.get(h["key"]["cpu"], 0) + h["count"]
+    want = sum(r["pcount"] for r in rows)
+    check(cpus.get(CPU, 0) >= want, f"cpu {CPU}: {cpus.get(CPU, 0)} waits, threads' pcount {want}")
+    check(sum(cpus.values()) - cpus.get(CPU, 0) <= 20,
+          f"waits on other CPUs than the pinned one: {cpus}")
+
+
+def test_cpus_filter():
+    """--cpus: waits that end on other CPUs are filtered out (and counted as filtered)."""
+    if os.cpu_count() < 2:
+        return
+    other = 0 if CPU else 1
+    rows, doc = traced(Workload("mix", CPU, 1, 1, 500), "--per-thread", "--cpus", str(other))
+    tids = {r["tid"] for r in rows}
+    check(not tids & set(by_id(per_task(doc))), "threads pinned elsewhere were counted")
+    check(doc["loss"]["filtered"] > 0, "filtered events not counted")
+    rows, doc = traced(Workload("mix", CPU, 1, 1, 500), "--per-thread", "--cpus", f"{CPU}")
+    tasks = by_id(per_task(doc))
+    for r in rows:
+        check(r["tid"] in tasks, f"thread {r['tid']} on the selected CPU missing")
+
+
+def test_tid_filter():
+    """-t: only that thread, with about as many waits as its schedstat grew by."""
+    p = subprocess.Popen(["sh", "-c", "while :; do sleep 0.01; done"])
+    try:
+        time.sleep(0.2)
+        def pcount():
+            with open(f"/proc/{p.pid}/task/{p.pid}/schedstat") as f:
+                return int(f.read().split()[2])
+        tool = Lathist("runq", "-f", "json", "--per-thread", "-t", str(p.pid)).start()
+        before = pcount()
+        time.sleep(1.0)
+        after = pcount()
+        rc, out, err = tool.stop()
+    finally:
+        p.kill()
+        p.wait()
+    check(rc == 0, err)
+    tasks = by_id(per_task(json.loads(out)))
+    check(set(tasks) == {p.pid}, f"tids {sorted(tasks)}")
+    n = tasks[p.pid]["count"]
+    check(after - before - 5 <= n <= after - before + 5, f"count {n} vs pcount grew {after - before}")
+
+
+def test_precision_and_units():
+    """--precision P and -u: slots of the declared widths, same counts as log2."""
+    for prec, unit, unit_ns in ((3, "ns", 1), (5, "ms", 1000000), (1, "us", 1000)):
+        rows, doc = traced(Workload("mix", CPU, 2, 1, 400), "--per-thread",
+                           "--precision", str(prec), "-u", unit)
+        scheme = doc["meta"]["hist_scheme"]
+        check(scheme["precision"] == prec and scheme["unit_ns"] == unit_ns, f"scheme {scheme}")
+        tasks = by_id(per_task(doc))
+        for r in rows:
+            check(0 <= tasks[r["tid"]]["count"] - r["pcount"] <= COUNT_SLACK, "count")
+        for h in doc["histograms"]:
+            for s in h["slots"]:
+                lo, hi = s["lo_ns"] // unit_ns, s["hi_ns"] // unit_ns
+                width = 1 if lo < (1 << prec) else 1 << (lo.bit_length() - 1 - prec)
+                check(hi - lo == width, f"p{prec}: slot [{lo},{hi}) {unit} is not {width} wide")
+            check(sum(s["count"] for s in h["slots"]) == h["count"], "slots do not add up")
+
+
+def test_sigterm_writes_final_file():
+    """SIGTERM ends cleanly and still writes the final aggregate; -o is atomic."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "runq.json")
+        tool = Lathist("runq", "-f", "json", "-o", out).start()
+        time.sleep(0.5)
+        rc, _, err = tool.stop(signal.SIGTERM)
+        check(rc == 0, f"rc {rc}: {err}")
+        with open(out) as f:
+            doc = json.load(f)
+        check(doc["schema"] == "lathist/1" and doc["loss"]["events"] > 0, "empty aggregate")
+        check(os.listdir(d) == ["runq.json"], f"left behind: {os.listdir(d)}")
+        check(doc["meta"]["duration_ns"] > 4e8, f"duration {doc['meta']['duration_ns']}")
+
+
+def test_text_output():
+    """Text: header, runqlat-style table, percentiles, loss footer."""
+    rows, _ = None, None
+    rc, out, err = run("runq", "-d", "1")
+    check(rc == 0, err)
+    for needle in ("lathist runq: kernel", "attach: sched_wakeup=tp_btf", "usecs",
+                   ": count    distribution", "p99.9", "max", "events and losses",
+                   "unpaired_no_start"):
+        check(needle in out, f"{needle!r} missing from text output:\n{out}")
+    check("Tracing runqueue latency" in err, "no Tracing line on stderr")
+
+
+BAD = [
+    (["--bogus"], 2, "unknown option '--bogus'"),
+    (["-x"], 2, "unknown option '-x'"),
+    (["-p"], 2, "needs a value"),
+    (["-p", "999999999"], 2, "no such process"),
+    (["-p", "abc"], 2, "not a process id"),
+    (["-t", "999999999"], 2, "no such thread"),
+    (["--cgroup", "/nonexistent/cg"], 2, "--cgroup"),
+    (["--cgroup", "/tmp"], 2, "not on a cgroup v2"),
+    (["--cpus", "4096"], 2, "does not exist"),
+    (["--cpus", "1-"], 2, "not a CPU list"),
+    (["--precision", "6"], 2, "0 to 5"),
+    (["-o", "/nonexistent/dir/x.json"], 2, "cannot be written"),
+    (["-f", "xml"], 2, "unknown format"),
+    (["-d", "abc"], 2, "not a duration"),
+    (["-d", "-1"], 2, "not a duration"),
+    (["-i", "0"], 2, "not an interval"),
+    (["-u", "s"], 2, "unknown unit"),
+    (["--attach", "kprobe"], 2, "unknown attach type"),
+    (["--per-thread", "--per-cpu"], 2, "only one of"),
+    (["extra"], 2, "unexpected argument"),
+]
+
+
+def test_bad_input():
+    """Every bad value: one line naming it and the fix, exit 2, nothing on stdout."""
+    for args, want_rc, needle in BAD:
+        rc, out, err = run("runq", *args)
+        check(rc == want_rc, f"{args}: rc {rc}, want {want_rc}: {err}")
+        check(needle in err and len(err.strip().splitlines()) == 1,
+              f"{args}: stderr {err!r} lacks {needle!r} or is not one line")
+        check(out == "", f"{args}: stdout {out!r}")
+    rc, _, err = run("nosuchverb")
+    check(rc == 2 and "unknown verb" in err, f"verb: {rc} {err}")
+    with tempfile.TemporaryDirectory() as d:
+        link = os.path.join(d, "link.json")
+        os.symlink("/etc/passwd", link)
+        rc, _, err = run("runq", "-d", "1", "-o", link)
+        check(rc == 2 and "symbolic link" in err, f"symlink -o: {rc} {err}")
+
+
+def test_not_root():
+    """Without privileges: one line saying so, exit 1, no libbpf noise."""
+    rc, out, err = 0, "", ""
+    p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                        "--inh-caps=-all", "--bounding-set=-all",
+                        os.path.join(os.path.dirname(__file__), "..", "..", "lathist"),
+                        "runq", "-d", "1"], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 1, f"rc {p.returncode}: {p.stderr}")
+    check("needs root" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+          f"stderr: {p.stderr!r}")
+    check("libbpf" not in p.stderr, "libbpf noise")

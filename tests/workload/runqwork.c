@@ -53,28 +53,43 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Read this thread's schedstat and print one JSON line (a single write). */
-static void report(const char *role, int index)
+/* This thread's schedstat: on-CPU ns, run_delay ns, pcount. */
+static void schedstat(unsigned long long *oncpu, unsigned long long *delay,
+		      unsigned long long *pcount)
 {
-	unsigned long long oncpu = 0, delay = 0, pcount = 0;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	char path[96], line[256];
 	int fd, n;
 
+	*oncpu = *delay = *pcount = 0;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
 	fd = open(path, O_RDONLY);
-	if (fd >= 0) {
-		n = (int)read(fd, line, sizeof(line) - 1);
-		close(fd);
-		if (n > 0) {
-			line[n] = 0;
-			sscanf(line, "%llu %llu %llu", &oncpu, &delay, &pcount);
-		}
+	if (fd < 0)
+		return;
+	n = (int)read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n > 0) {
+		line[n] = 0;
+		sscanf(line, "%llu %llu %llu", oncpu, delay, pcount);
 	}
+}
+
+/* pcount when the measured part began (pipe reader: after joining the cgroup) */
+static unsigned long long base_pcount;
+
+/* Read this thread's schedstat and print one JSON line (a single write). */
+static void report(const char *role, int index)
+{
+	unsigned long long oncpu, delay, pcount;
+	char line[320];
+	int n;
+
+	schedstat(&oncpu, &delay, &pcount);
 	n = snprintf(line, sizeof(line),
-		     "{\"role\":\"%s\",\"index\":%d,\"tid\":%d,\"pid\":%d,\"oncpu_ns\":%llu,"
-		     "\"run_delay_ns\":%llu,\"pcount\":%llu}\n",
-		     role, index, tid, getpid(), oncpu, delay, pcount);
+		     "{\"role\":\"%s\",\"index\":%d,\"tid\":%ld,\"pid\":%d,\"oncpu_ns\":%llu,"
+		     "\"run_delay_ns\":%llu,\"pcount\":%llu,\"base_pcount\":%llu}\n",
+		     role, index, (long)syscall(SYS_gettid), getpid(), oncpu, delay, pcount,
+		     base_pcount);
 	if (write(1, line, (size_t)n) != n)
 		_exit(3);
 }
@@ -259,6 +274,11 @@ static int run_pipe(const char *cgroup, int rounds)
 			_exit(1);
 		}
 		close(fd);
+		{
+			unsigned long long a, b;
+
+			schedstat(&a, &b, &base_pcount);
+		}
 		if (write(to_writer[1], &c, 1) != 1)	/* "in the cgroup now" */
 			_exit(1);
 		for (int i = 0; i < rounds; i++) {
