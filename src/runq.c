@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "report.h"
 #include "runq.h"
+#include "runq_cli.h"
 #include "runq.skel.h"
 #include "tool.h"
 #include "util.h"
@@ -29,16 +30,6 @@
 static const struct lh_hist_kind runq_kinds[] = {
 	{ "wakeup", "wakeup latency (sched_wakeup to switch-in)" },
 	{ "preempt", "preemption wait (switched out while runnable to switch-in)" },
-};
-
-struct runq_opts {
-	struct lh_common_opts c;
-	enum runq_group group;
-	uint32_t tid;
-	bool cpus_set;
-	uint64_t cpu_mask[RUNQ_MAX_CPUS / 64];
-	char cpus[256];
-	uint32_t max_tasks;	/* raw_tp start map entries */
 };
 
 enum {

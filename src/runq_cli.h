@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* lathist runq options (parsed in src/runq.c; exposed for unit tests). */
+#ifndef LATHIST_RUNQ_CLI_H
+#define LATHIST_RUNQ_CLI_H
+
+#include "cli.h"
+#include "runq.h"
+
+struct runq_opts {
+	struct lh_common_opts c;
+	enum runq_group group;
+	uint32_t tid;
+	bool cpus_set;
+	uint64_t cpu_mask[RUNQ_MAX_CPUS / 64];
+	char cpus[256];
+	uint32_t max_tasks;	/* raw_tp start map entries */
+};
+
+/*
+ * Parse `lathist runq` arguments (argv[0] is "runq"). Returns 0, 1 when -h
+ * printed the help, or -EINVAL after printing a one-line usage error.
+ */
+int runq_parse_args(int argc, char **argv, struct runq_opts *o);
+
+#endif /* LATHIST_RUNQ_CLI_H */

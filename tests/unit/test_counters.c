@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/* Loss classes, per-CPU sums and the bias rule. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include "counters_user.h"
+
+static void test_every_counter_named(void **state)
+{
+	(void)state;
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		const struct lh_counter_info *ci = lh_counter_info(i);
+
+		assert_non_null(ci);
+		assert_non_null(ci->name);
+		assert_non_null(ci->desc);
+		assert_int_equal(ci->loss, i >= LH_FIRST_LOSS);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(ci->name, lh_counter_info(j)->name);
+	}
+	assert_null(lh_counter_info(LH_NR_COUNTERS));
+	assert_null(lh_counter_info(-1));
+}
+
+static void test_sum_percpu(void **state)
+{
+	struct lh_counters pc[3] = {};
+	uint64_t out[LH_NR_COUNTERS];
+	(void)state;
+	pc[0].v[LH_EV_ENDS] = 10;
+	pc[2].v[LH_EV_ENDS] = 5;
+	pc[1].v[LH_LOSS_UNPAIRED] = UINT64_MAX;
+	pc[2].v[LH_LOSS_UNPAIRED] = 1;	/* saturates, never wraps */
+	lh_counters_sum(out, pc, 3);
+	assert_true(out[LH_EV_ENDS] == 15);
+	assert_true(out[LH_LOSS_UNPAIRED] == UINT64_MAX);
+}
+
+static void test_bias_rule(void **state)
+{
+	uint64_t v[LH_NR_COUNTERS] = {};
+	char *r[LH_NR_COUNTERS];
+	size_t n;
+	(void)state;
+	v[LH_EV_ENDS] = 1000;
+	v[LH_EV_PAIRED] = 990;
+	v[LH_EV_BEFORE_TRACE] = 7;	/* coverage, not a loss */
+	v[LH_EV_FILTERED] = 500;	/* not a loss */
+	assert_int_equal(lh_bias_reasons(v, r, LH_NR_COUNTERS), 0);
+	assert_true(lh_counters_lost(v) == 0);
+	v[LH_LOSS_UNPAIRED] = 2;
+	v[LH_LOSS_HIST_E2BIG] = 1;
+	n = lh_bias_reasons(v, r, LH_NR_COUNTERS);
+	assert_int_equal(n, 2);
+	assert_string_equal(r[0], "unpaired_no_start: 2 (0.20% of events)");
+	assert_string_equal(r[1], "hist_map_full: 1 (0.10% of events)");
+	assert_true(lh_counters_lost(v) == 3);
+	for (size_t i = 0; i < n; i++)
+		free(r[i]);
+	v[LH_EV_ENDS] = 0;	/* losses with no events still flag */
+	n = lh_bias_reasons(v, r, 1);
+	assert_int_equal(n, 1);
+	assert_string_equal(r[0], "unpaired_no_start: 2");
+	free(r[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_counter_named),
+		cmocka_unit_test(test_sum_percpu),
+		cmocka_unit_test(test_bias_rule),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/* Slot math, percentiles, per-CPU merge and 64-bit counts (case C7). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <errno.h>
+#include "hist.h"
+
+/* Reference slot by brute force: the slot whose [lo, hi) holds v. */
+static uint32_t slot_by_bounds(uint64_t v, uint32_t p)
+{
+	for (uint32_t i = 0; i < LH_NSLOTS(p); i++)
+		if (v >= lh_slot_lo(i, p) && (v < lh_slot_hi(i, p) || lh_slot_hi(i, p) == UINT64_MAX))
+			return i;
+	return UINT32_MAX;
+}
+
+static void test_log2(void **state)
+{
+	(void)state;
+	assert_int_equal(lh_log2_u64(0), 0);
+	assert_int_equal(lh_log2_u64(1), 0);
+	for (unsigned int k = 1; k < 64; k++) {
+		assert_int_equal(lh_log2_u64(1ULL << k), k);
+		assert_int_equal(lh_log2_u64((1ULL << k) - 1), k - 1);
+		assert_int_equal(lh_log2_u64((1ULL << k) + 1), k);
+	}
+	assert_int_equal(lh_log2_u64(UINT64_MAX), 63);
+}
+
+static void test_slots_partition_the_range(void **state)
+{
+	(void)state;
+	for (uint32_t p = 0; p <= LH_MAX_PRECISION; p++) {
+		uint32_t n = LH_NSLOTS(p);
+
+		assert_int_equal(lh_slot_lo(0, p), 0);
+		/* contiguous, increasing, last unbounded */
+		for (uint32_t i = 0; i + 1 < n; i++) {
+			assert_true(lh_slot_hi(i, p) > lh_slot_lo(i, p));
+			assert_int_equal(lh_slot_hi(i, p), lh_slot_lo(i + 1, p));
+		}
+		assert_true(lh_slot_hi(n - 1, p) == UINT64_MAX);
+		/* the last slot starts at its power of two's last sub-slot */
+		assert_true(lh_slot_lo(n - 1, p) < (1ULL << (LH_TOP_MSB + 1)));
+		assert_true(lh_slot_lo(n - 1, p) >= (1ULL << LH_TOP_MSB));
+	}
+}
+
+static void test_slot_matches_bounds(void **state)
+{
+	static const uint64_t probes[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33,
+					   100, 255, 256, 257, 1000, 1023, 1024, 1025,
+					   123456789, 1ULL << 40, (1ULL << 47) - 1, 1ULL << 47,
+					   1ULL << 48, (1ULL << 48) + 5, 1ULL << 63, UINT64_MAX };
+	(void)state;
+	for (uint32_t p = 0; p <= LH_MAX_PRECISION; p++) {
+		for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+			uint64_t v = probes[i];
+			uint32_t s = lh_slot(v, p);
+
+			assert_true(s < LH_NSLOTS(p));
+			assert_int_equal(s, slot_by_bounds(v, p));
+		}
+		/* every value below 2^12 */
+		for (uint64_t v = 0; v < 4096; v++)
+			assert_int_equal(lh_slot(v, p), slot_by_bounds(v, p));
+	}
+}
+
+static void test_runqlat_compatible(void **state)
+{
+	(void)state;
+	/* precision 0: [0,1) [1,2) [2,4) [4,8) ... like runqlat with 0 and 1 apart */
+	assert_int_equal(lh_slot(0, 0), 0);
+	assert_int_equal(lh_slot(1, 0), 1);
+	assert_int_equal(lh_slot(2, 0), 2);
+	assert_int_equal(lh_slot(3, 0), 2);
+	assert_int_equal(lh_slot(4, 0), 3);
+	assert_int_equal(lh_slot(255, 0), 8);
+	assert_int_equal(lh_slot(256, 0), 9);
+	assert_int_equal(lh_slot_lo(9, 0), 256);
+	assert_int_equal(lh_slot_hi(9, 0), 512);
+	/* precision 2: four sub-slots per power of two */
+	assert_int_equal(lh_slot_lo(lh_slot(256, 2), 2), 256);
+	assert_int_equal(lh_slot_hi(lh_slot(256, 2), 2), 320);
+	assert_int_equal(lh_slot_lo(lh_slot(511, 2), 2), 448);
+}
+
+static void test_quantile(void **state)
+{
+	struct lh_scheme sc = { 0, 1000 };
+	struct lh_hist h;
+	(void)state;
+	assert_int_equal(lh_hist_init(&h, "wakeup", NULL, &sc), 0);
+	assert_int_equal(lh_hist_quantile_slot(&h, 0.5), -1);
+	h.slots[3] = 50;	/* [4,8) */
+	h.slots[5] = 49;	/* [16,32) */
+	h.slots[10] = 1;	/* [512,1024) */
+	h.count = 100;
+	assert_int_equal(lh_hist_quantile_slot(&h, 0.5), 3);
+	assert_int_equal(lh_hist_quantile_slot(&h, 0.51), 5);
+	assert_int_equal(lh_hist_quantile_slot(&h, 0.99), 5);
+	assert_int_equal(lh_hist_quantile_slot(&h, 0.999), 10);
+	assert_int_equal(lh_hist_quantile_slot(&h, 1.0), 10);
+	assert_int_equal(lh_hist_quantile_slot(&h, 0.0), -1);
+	lh_hist_free(&h);
+}
+
+/* Build one CPU's BPF value: head then nslots counters. */
+static void *raw_value(uint32_t nslots, uint64_t sum, uint64_t max, const char *comm)
+{
+	struct lh_hist_head *head = calloc(1, sizeof(*head) + 8 * nslots);
+
+	head->sum_ns = sum;
+	head->max_ns = max;
+	if (comm)
+		strncpy(head->comm, comm, sizeof(head->comm) - 1);
+	return head;
+}
+
+static void test_percpu_merge(void **state)
+{
+	struct lh_scheme sc = { 0, 1 };
+	struct lh_key key = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = 42 };
+	uint32_t n = LH_NSLOTS(0);
+	struct lh_hist h;
+	void *cpu0 = raw_value(n, 100, 60, NULL), *cpu1 = raw_value(n, 40, 70, "worker");
+	(void)state;
+	((uint64_t *)((struct lh_hist_head *)cpu0 + 1))[3] = 2;
+	((uint64_t *)((struct lh_hist_head *)cpu1 + 1))[3] = 1;
+	((uint64_t *)((struct lh_hist_head *)cpu1 + 1))[7] = 4;
+	assert_int_equal(lh_hist_init(&h, "preempt", &key, &sc), 0);
+	lh_hist_add_raw(&h, cpu0);
+	lh_hist_add_raw(&h, cpu1);
+	assert_int_equal(h.count, 7);
+	assert_int_equal(h.slots[3], 3);
+	assert_int_equal(h.slots[7], 4);
+	assert_int_equal(h.sum_ns, 140);
+	assert_int_equal(h.max_ns, 70);
+	assert_string_equal(h.key.comm, "worker");	/* first CPU copy that has one */
+	free(cpu0);
+	free(cpu1);
+	lh_hist_free(&h);
+}
+
+/* C7: more than 2^32 events in a slot: 64-bit, no wrap; saturate at 2^64-1. */
+static void test_counts_beyond_2_32(void **state)
+{
+	struct lh_scheme sc = { 0, 1 };
+	uint32_t n = LH_NSLOTS(0);
+	struct lh_hist a, b;
+	void *cpu = raw_value(n, 0, 0, NULL);
+	uint64_t *slots = (uint64_t *)((struct lh_hist_head *)cpu + 1);
+	(void)state;
+	slots[5] = (1ULL << 32) - 1;
+	assert_int_equal(lh_hist_init(&a, "wakeup", NULL, &sc), 0);
+	assert_int_equal(lh_hist_init(&b, "wakeup", NULL, &sc), 0);
+	lh_hist_add_raw(&a, cpu);
+	lh_hist_add_raw(&a, cpu);	/* two CPUs with 2^32-1 each */
+	assert_true(a.slots[5] == 2 * ((1ULL << 32) - 1));
+	assert_true(a.count == 2 * ((1ULL << 32) - 1));
+	b.slots[5] = 3ULL << 32;
+	b.count = 3ULL << 32;
+	assert_int_equal(lh_hist_merge(&a, &b), 0);
+	assert_true(a.slots[5] == 2 * ((1ULL << 32) - 1) + (3ULL << 32));
+	assert_int_equal(lh_hist_quantile_slot(&a, 0.999), 5);
+	b.slots[5] = UINT64_MAX;
+	b.count = UINT64_MAX;
+	assert_int_equal(lh_hist_merge(&a, &b), 0);
+	assert_true(a.slots[5] == UINT64_MAX);
+	assert_true(a.count == UINT64_MAX);
+	free(cpu);
+	lh_hist_free(&a);
+	lh_hist_free(&b);
+}
+
+static void test_merge_mismatch(void **state)
+{
+	struct lh_scheme s0 = { 0, 1 }, s3 = { 3, 1 };
+	struct lh_hist a, b;
+	(void)state;
+	assert_int_equal(lh_hist_init(&a, "x", NULL, &s0), 0);
+	assert_int_equal(lh_hist_init(&b, "x", NULL, &s3), 0);
+	assert_int_equal(lh_hist_merge(&a, &b), -EINVAL);
+	lh_hist_free(&a);
+	lh_hist_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log2),
+		cmocka_unit_test(test_slots_partition_the_range),
+		cmocka_unit_test(test_slot_matches_bounds),
+		cmocka_unit_test(test_runqlat_compatible),
+		cmocka_unit_test(test_quantile),
+		cmocka_unit_test(test_percpu_merge),
+		cmocka_unit_test(test_counts_beyond_2_32),
+		cmocka_unit_test(test_merge_mismatch),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/* Option value parsing and atomic output files. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "util.h"
+
+static void test_duration(void **state)
+{
+	uint64_t ns;
+	(void)state;
+	assert_int_equal(lh_parse_duration("5", false, &ns), 0);
+	assert_true(ns == 5000000000ULL);
+	assert_int_equal(lh_parse_duration("0.5", false, &ns), 0);
+	assert_true(ns == 500000000ULL);
+	assert_int_equal(lh_parse_duration("250us", false, &ns), 0);
+	assert_true(ns == 250000ULL);
+	assert_int_equal(lh_parse_duration("10ms", false, &ns), 0);
+	assert_true(ns == 10000000ULL);
+	assert_int_equal(lh_parse_duration("2s", false, &ns), 0);
+	assert_true(ns == 2000000000ULL);
+	assert_int_equal(lh_parse_duration("0", true, &ns), 0);
+	assert_true(ns == 0);
+	assert_int_equal(lh_parse_duration("0", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("-1", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("abc", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("5x", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("nan", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("inf", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("1e30", false, &ns), -EINVAL);
+}
+
+static void test_u32_and_unit(void **state)
+{
+	uint32_t v;
+	uint64_t u;
+	(void)state;
+	assert_int_equal(lh_parse_u32("5", 0, 5, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(lh_parse_u32("6", 0, 5, &v), -ERANGE);
+	assert_int_equal(lh_parse_u32("-1", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("1x", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("99999999999999999999", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_unit("ns", &u), 0);
+	assert_true(u == 1);
+	assert_int_equal(lh_parse_unit("ms", &u), 0);
+	assert_true(u == 1000000);
+	assert_int_equal(lh_parse_unit("s", &u), -EINVAL);
+}
+
+static void test_cpulist(void **state)
+{
+	uint64_t m[2];
+	long bad = -1;
+	(void)state;
+	assert_int_equal(lh_parse_cpulist("0-3,7", m, 2, 8, &bad), 0);
+	assert_true(m[0] == 0x8f && m[1] == 0);
+	assert_int_equal(lh_parse_cpulist("65", m, 2, 128, &bad), 0);
+	assert_true(m[0] == 0 && m[1] == 2);
+	assert_int_equal(lh_parse_cpulist("8", m, 2, 8, &bad), -ERANGE);
+	assert_int_equal(bad, 8);
+	assert_int_equal(lh_parse_cpulist("1-", m, 2, 8, &bad), -EINVAL);
+	assert_int_equal(lh_parse_cpulist("3-1", m, 2, 8, &bad), -EINVAL);
+	assert_int_equal(lh_parse_cpulist("1,,2", m, 2, 8, &bad), -EINVAL);
+	assert_int_equal(lh_parse_cpulist("a", m, 2, 8, &bad), -EINVAL);
+	assert_int_equal(lh_parse_cpulist("", m, 2, 8, &bad), -EINVAL);
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void test_atomic_write(void **state)
+{
+	char dir[] = "/tmp/lathist-unit-XXXXXX", path[256], link[256], buf[64] = { 0 };
+	FILE *f;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/out.json", dir);
+	snprintf(link, sizeof(link), "%s/link.json", dir);
+	assert_int_equal(lh_output_check(path), 0);
+	assert_int_equal(lh_write_atomic(path, "first", 5), 0);
+	assert_int_equal(lh_write_atomic(path, "second", 6), 0);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_true(fread(buf, 1, sizeof(buf) - 1, f) == 6);
+	fclose(f);
+	assert_string_equal(buf, "second");
+	assert_int_equal(count_entries(dir), 1);	/* no temporary left behind */
+	/* never through a symlink; the link target stays untouched */
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(lh_output_check(link), -ELOOP);
+	assert_int_equal(lh_write_atomic(link, "evil", 4), -ELOOP);
+	assert_int_equal(lh_output_check(dir), -EISDIR);
+	assert_int_equal(lh_output_check("/nonexistent-lathist/x"), -ENOENT);
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_duration),
+		cmocka_unit_test(test_u32_and_unit),
+		cmocka_unit_test(test_cpulist),
+		cmocka_unit_test(test_atomic_write),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
