@@ -80,9 +80,22 @@ check: deps test-deps
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
 
-bench: deps lathist $(WORKLOADS)
+$(OUT)/bench:
+	@mkdir -p $@
+
+$(OUT)/bench/empty.bpf.o: bench/empty.bpf.c | $(OUT)/bench
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/bench/empty.skel.h: $(OUT)/bench/empty.bpf.o
+	$(BPFTOOL) gen skeleton $< name empty_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/bench/empty: bench/empty.c $(OUT)/bench/empty.skel.h
+	$(CC) $(CFLAGS) -I$(OUT)/bench $< $(LIBS) -o $@
+
+bench: deps
 	@scripts/deps.sh bench
-	bench/runq_overhead.sh
+	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty
+	python3 bench/runq_overhead.py
 
 clean:
 	rm -rf $(OUT) lathist

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Overhead of `lathist runq` on this machine, measured against baselines in the same run.
+
+1. End-to-end: `taskset -c 1 perf bench sched pipe -l LOOPS` under each condition (no
+   tracer, empty tp_btf programs, lathist tp_btf, lathist raw_tp, bpftrace runqlat.bt),
+   each run paired with a baseline run right before it, ROUNDS rounds; medians of the
+   paired differences, as ns added per context switch and as a ratio to runqlat.bt.
+2. Per program: run_time_ns / run_cnt from `bpftool prog show` with
+   kernel.bpf_stats_enabled=1 (which itself adds ~60 ns per run), lathist next to
+   empty tp_btf programs in the same run.
+3. Loader: CPU time of the lathist process while it traces ~100k switches/s
+   (from /proc/PID/schedstat), and kernel map memory of the default mode (-v).
+
+Environment: LOOPS (200000), ROUNDS (7). Needs root, perf, bpftrace.
+"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHIST = os.path.join(ROOT, "lathist")
+EMPTY = os.path.join(ROOT, "build", "bench", "empty")
+LOOPS = int(os.environ.get("LOOPS", "200000"))
+ROUNDS = int(os.environ.get("ROUNDS", "7"))
+
+
+def ctxt():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("ctxt "):
+                return int(line.split()[1])
+    return 0
+
+
+def pipe_bench(pinned=True, loops=LOOPS):
+    """Run perf bench sched pipe; returns (seconds, context switches system-wide)."""
+    cmd = ["perf", "bench", "sched", "pipe", "-l", str(loops)]
+    if pinned:
+        cmd = ["taskset", "-c", "1"] + cmd
+    c0 = ctxt()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    c1 = ctxt()
+    return float(re.search(r"Total time:\s+([\d.]+)", out).group(1)), c1 - c0
+
+
+class Tracer:
+    """A tracer in the background, started once it says it is attached."""
+
+    def __init__(self, cmd, ready, stream="stderr", settle=0.0):
+        self.cmd, self.ready, self.stream, self.settle = cmd, ready, stream, settle
+
+    def __enter__(self):
+        self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        pipe = self.p.stderr if self.stream == "stderr" else self.p.stdout
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = pipe.readline()
+            if not line:
+                raise RuntimeError(f"{self.cmd[0]} ended before attaching: "
+                                   f"{self.p.stderr.read()}")
+            if self.ready in line:
+                break
+        time.sleep(self.settle)
+        return self
+
+    def __exit__(self, *exc):
+        self.p.send_signal(2)
+        try:
+            self.p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.communicate()
+
+
+def runqlat_bt():
+    """Debian's runqlat.bt needs kernel headers for one constant; BTF has the rest."""
+    src = "/usr/sbin/runqlat.bt"
+    text = open(src).read().replace("#include <linux/sched.h>", "#define TASK_RUNNING 0")
+    f = tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+def end_to_end():
+    bt = runqlat_bt()
+    conditions = {
+        "empty tp_btf x3": lambda: Tracer([EMPTY], "attached"),
+        "lathist runq": lambda: Tracer([LATHIST, "runq"], "Tracing"),
+        "lathist runq --attach raw_tp": lambda: Tracer([LATHIST, "runq", "--attach", "raw_tp"],
+                                                       "Tracing"),
+        "runqlat.bt (bpftrace)": lambda: Tracer(["bpftrace", bt], "Attaching", "stdout", 1.0),
+    }
+    diffs = {name: [] for name in conditions}
+    switches = []
+    base_times = []
+    for rnd in range(ROUNDS):
+        for name, make in conditions.items():
+            t0, n0 = pipe_bench()
+            with make():
+                t1, _ = pipe_bench()
+            diffs[name].append(t1 - t0)
+            switches.append(n0)
+            base_times.append(t0)
+        print(f"  round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
+    os.unlink(bt)
+    nsw = statistics.median(switches)
+    base = statistics.median(base_times)
+    print(f"\nEnd to end: taskset -c 1 perf bench sched pipe -l {LOOPS}, {ROUNDS} rounds, "
+          f"each condition paired with a baseline run before it")
+    print(f"  baseline: median {base:.3f} s, {nsw:.0f} context switches per run "
+          f"({base * 1e9 / nsw:.0f} ns per switch)")
+    ref = statistics.median(diffs["runqlat.bt (bpftrace)"]) * 1e9 / nsw
+    print(f"  {'condition':32} {'added ns/switch':>16} {'added %':>8} {'vs runqlat.bt':>14}")
+    for name, d in diffs.items():
+        added = statistics.median(d) * 1e9 / nsw
+        print(f"  {name:32} {added:16.0f} {100 * statistics.median(d) / base:7.1f}% "
+              f"{added / ref if ref > 0 else float('nan'):13.2f}x")
+
+
+def prog_stats():
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        old = f.read().strip()
+    subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
+    try:
+        with Tracer([EMPTY], "attached"), Tracer([LATHIST, "runq"], "Tracing"):
+            for _ in range(3):
+                pipe_bench()
+            progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
+                                              capture_output=True, text=True).stdout)
+    finally:
+        subprocess.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={old}"], check=True)
+    print("\nPer program (kernel.bpf_stats_enabled=1, which adds ~60 ns to every run):")
+    print(f"  {'program':24} {'runs':>10} {'ns/run':>8}")
+    for p in sorted(progs, key=lambda p: p.get("name", "")):
+        name = p.get("name", "")
+        if (name.startswith("runq_") or name.startswith("empty_")) and p.get("run_cnt"):
+            print(f"  {name:24} {p['run_cnt']:10d} {p['run_time_ns'] / p['run_cnt']:8.0f}")
+
+
+def schedstat_ns(pid):
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def loader_cpu():
+    print("\nLoader CPU while tracing (unpinned perf bench sched pipe):")
+    for args in (["runq"], ["runq", "-i", "1"], ["runq", "--per-thread", "-i", "1"]):
+        with Tracer([LATHIST, *args], "Tracing") as t:
+            c0, s0, w0 = ctxt(), schedstat_ns(t.p.pid), time.monotonic()
+            pipe_bench(pinned=False, loops=LOOPS * 2)
+            c1, s1, w1 = ctxt(), schedstat_ns(t.p.pid), time.monotonic()
+        rate = (c1 - c0) / (w1 - w0)
+        print(f"  lathist {' '.join(args):28} {rate / 1000:6.0f}k switches/s, loader "
+              f"{100 * (s1 - s0) / 1e9 / (w1 - w0):.3f}% of one CPU")
+
+
+def map_memory():
+    p = subprocess.run([LATHIST, "runq", "-d", "0.2", "-v"], capture_output=True, text=True)
+    line = next((l for l in p.stderr.splitlines() if l.startswith("maps:")), "?")
+    print(f"\nKernel map memory, default mode ({os.cpu_count()} CPUs), from lathist -v:\n  {line}")
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench needs root")
+    print(f"lathist runq overhead on {os.uname().release}, {os.cpu_count()} CPUs, "
+          f"{time.strftime('%Y-%m-%d')}")
+    end_to_end()
+    prog_stats()
+    loader_cpu()
+    map_memory()
+
+
+if __name__ == "__main__":
+    main()
