@@ -66,6 +66,14 @@ struct {
 /* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
 #define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
 
+/* Is t running on a CPU right now? (task_struct::on_cpu exists with CONFIG_SMP) */
+static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
+{
+	if (!bpf_core_field_exists(t->on_cpu))
+		return false;
+	return TREAD(btf, t, on_cpu);
+}
+
 static __always_inline bool task_in_cgroup(struct task_struct *t)
 {
 	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
@@ -157,6 +165,12 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 		c->v[LH_EV_FILTERED]++;
 		return 0;
 	}
+	if (task_on_cpu(p, btf)) {
+		/* woken between setting its sleep state and switching out: it never
+		 * left the CPU, so no wait follows this wakeup */
+		c->v[LH_EV_WAKEUP_RUNNING]++;
+		return 0;
+	}
 	s = start_get(p, tid, btf, true, c);
 	if (!s)
 		return 0;
@@ -229,15 +243,8 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	if (!switch_has_prev_state)
 		prev_state = task_state(prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
-	if (!runnable) {
-		s = start_get(prev, tid, btf, false, c);
-		if (s && s->ts) {
-			/* woken while still on the CPU: that wakeup had no wait */
-			c->v[s->kind == RUNQ_WAKEUP ? LH_EV_WAKEUP_RUNNING : LH_LOSS_OVERWRITTEN]++;
-			s->ts = 0;
-		}
+	if (!runnable)		/* going to sleep: its wakeup starts the next wait */
 		return 0;
-	}
 	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, tid, tgid)) {
 		c->v[LH_EV_FILTERED]++;
@@ -246,8 +253,8 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	s = start_get(prev, tid, btf, true, c);
 	if (!s)
 		return 0;
-	if (s->ts)
-		c->v[s->kind == RUNQ_WAKEUP ? LH_EV_WAKEUP_RUNNING : LH_LOSS_OVERWRITTEN]++;
+	if (s->ts)		/* a start of a task on the CPU: its switch-in was missed */
+		c->v[LH_LOSS_OVERWRITTEN]++;
 	now = bpf_ktime_get_ns();
 	s->ts = now;
 	s->kind = RUNQ_PREEMPT;
