@@ -5,6 +5,10 @@
 #include <string.h>
 #include "hist.h"
 
+const struct lh_percentile lh_percentiles[LH_NR_PERCENTILES] = {
+	{ "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 }, { "p99.9", 0.999 },
+};
+
 uint64_t lh_slot_lo(uint32_t i, uint32_t p)
 {
 	uint32_t g = i >> p, sub = i & ((1U << p) - 1);

@@ -76,6 +76,14 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o);
  */
 int lh_hist_quantile_slot(const struct lh_hist *h, double q);
 
+/* The percentiles every output reports, as the slot that holds them. */
+struct lh_percentile {
+	const char *name;	/* "p50" */
+	double q;		/* 0.5 */
+};
+#define LH_NR_PERCENTILES 4
+extern const struct lh_percentile lh_percentiles[LH_NR_PERCENTILES];
+
 /* Saturating 64-bit addition. */
 static inline uint64_t lh_add_sat(uint64_t a, uint64_t b)
 {

@@ -42,9 +42,6 @@ static json_object *bound(uint64_t units, uint64_t unit_ns)
 
 static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
 {
-	static const struct { const char *name; double q; } pcts[] = {
-		{ "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 }, { "p99.9", 0.999 },
-	};
 	json_object *o = json_object_new_object(), *slots = json_object_new_array();
 	json_object *pc = json_object_new_object();
 	uint32_t p = m->scheme.precision;
@@ -55,18 +52,18 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
 	json_object_object_add(o, "count", u64(h->count));
 	json_object_object_add(o, "sum_ns", u64(h->sum_ns));
 	json_object_object_add(o, "max_ns", u64(h->max_ns));
-	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
-		int s = lh_hist_quantile_slot(h, pcts[i].q);
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+		int s = lh_hist_quantile_slot(h, lh_percentiles[i].q);
 		json_object *b;
 
 		if (s < 0) {
-			json_object_object_add(pc, pcts[i].name, NULL);
+			json_object_object_add(pc, lh_percentiles[i].name, NULL);
 			continue;
 		}
 		b = json_object_new_object();
 		json_object_object_add(b, "lo_ns", bound(lh_slot_lo((uint32_t)s, p), u));
 		json_object_object_add(b, "hi_ns", bound(lh_slot_hi((uint32_t)s, p), u));
-		json_object_object_add(pc, pcts[i].name, b);
+		json_object_object_add(pc, lh_percentiles[i].name, b);
 	}
 	json_object_object_add(o, "percentiles", pc);
 	for (uint32_t i = 0; i < h->nslots; i++) {

@@ -65,9 +65,6 @@ static void print_slot_range(FILE *f, const struct lh_hist *h, int s, const stru
 
 static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m)
 {
-	static const struct { const char *name; double q; } pcts[] = {
-		{ "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 }, { "p99.9", 0.999 },
-	};
 	uint32_t p = m->scheme.precision;
 	int first = -1, last = -1;
 	uint64_t max = 0;
@@ -106,9 +103,9 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 	}
 	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
 		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
-	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
-		fprintf(f, "  %s ", pcts[i].name);
-		print_slot_range(f, h, lh_hist_quantile_slot(h, pcts[i].q), m);
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+		fprintf(f, "  %s ", lh_percentiles[i].name);
+		print_slot_range(f, h, lh_hist_quantile_slot(h, lh_percentiles[i].q), m);
 	}
 	fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns), m->unit);
 }
@@ -160,13 +157,14 @@ static void print_losses(FILE *f, const struct lh_report *r)
 		fputs("no loss: every paired event is in the histograms\n", f);
 		return;
 	}
-	fprintf(f, "WARNING: %" PRIu64 " events lost (", lh_counters_lost(v));
+	fprintf(f, "WARNING: %" PRIu64 " event%s lost: ", lh_counters_lost(v),
+		lh_counters_lost(v) == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s%s", i ? "; " : "", reasons[i]);
 		free(reasons[i]);
 	}
-	fputs("). Losses cluster in bursts and expensive events: the distribution may be\n"
-	      "biased (most likely the tail is under-reported); counts were not rescaled.\n", f);
+	fputs(".\nLosses cluster in bursts and expensive events: the distribution may be biased\n"
+	      "(most likely the tail is under-reported); counts were not rescaled.\n", f);
 }
 
 void lh_render_text(FILE *f, const struct lh_report *r)
