@@ -12,7 +12,7 @@ CC ?= gcc
 OUT := build
 
 TOOLS := runq
-LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c \
+LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/session.c \
 	src/util.c src/cli.c src/bpfcommon.c src/tool.c
 TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
 

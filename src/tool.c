@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "bpfcommon.h"
 #include "tool.h"
 #include "util.h"
 
@@ -98,4 +99,20 @@ void lh_bad_option(const char *tool, int opt, char **argv)
 		lh_usage_error(tool, "unknown option '-%c'; see lathist %s -h", optopt, tool);
 	else
 		lh_usage_error(tool, "unknown option '%s'; see lathist %s -h", arg, tool);
+}
+
+int lh_preflight(const char *tool, const struct lh_common_opts *o)
+{
+	char msg[256];
+	int err;
+
+	err = lh_check_privileges(msg, sizeof(msg));
+	if (!err)
+		err = lh_check_btf(msg, sizeof(msg));
+	if (err) {
+		fprintf(stderr, "lathist %s: %s\n", tool, msg);
+		return err;
+	}
+	lh_libbpf_setup(o->verbose);
+	return 0;
 }

@@ -14,6 +14,12 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
+/*
+ * Before opening any BPF object: privileges and BTF, each a one-line
+ * diagnosis on failure (returns -EPERM/-ENOENT); sets up libbpf's logging.
+ */
+int lh_preflight(const char *tool, const struct lh_common_opts *o);
+
 /* One-line diagnosis of a failed skeleton load (err: negative errno). */
 void lh_load_error(const char *tool, int err, bool verbose);
 

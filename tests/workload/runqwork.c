@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -77,11 +78,39 @@ static void schedstat(unsigned long long *oncpu, unsigned long long *delay,
 /* pcount when the measured part began (pipe reader: after joining the cgroup) */
 static unsigned long long base_pcount;
 
-/* Read this thread's schedstat and print one JSON line (a single write). */
+/*
+ * Report lines go to memory shared with every thread and child (MAP_SHARED),
+ * printed by main at the end: a write to the pipe right after the reading would
+ * wake the reader, and the writer's own waits after its last reading are what
+ * the tests must allow for.
+ */
+#define REPORT_BYTES (8 << 20)
+static char *reports;
+static unsigned long *report_len;
+
+static void reports_init(void)
+{
+	void *p = mmap(NULL, REPORT_BYTES + 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+
+	if (p == MAP_FAILED)
+		exit(1);
+	report_len = p;
+	reports = (char *)p + 64;
+}
+
+static void reports_print(void)
+{
+	fwrite(reports, 1, *report_len, stdout);
+	fflush(stdout);
+}
+
+/* Read this thread's schedstat and append one JSON line to the shared reports. */
 static void report(const char *role, int index)
 {
 	unsigned long long oncpu, delay, pcount;
 	char line[320];
+	unsigned long off;
 	int n;
 
 	schedstat(&oncpu, &delay, &pcount);
@@ -90,8 +119,10 @@ static void report(const char *role, int index)
 		     "\"run_delay_ns\":%llu,\"pcount\":%llu,\"base_pcount\":%llu}\n",
 		     role, index, (long)syscall(SYS_gettid), getpid(), oncpu, delay, pcount,
 		     base_pcount);
-	if (write(1, line, (size_t)n) != n)
+	off = __atomic_fetch_add(report_len, (unsigned long)n, __ATOMIC_RELAXED);
+	if (off + (unsigned long)n > REPORT_BYTES)
 		_exit(3);
+	memcpy(reports + off, line, (size_t)n);
 }
 
 static void wait_go(void)
@@ -305,6 +336,7 @@ int main(int argc, char **argv)
 	int rc = 2;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	reports_init();
 	if (argc == 6 && !strcmp(argv[1], "mix"))
 		rc = run_mix(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	else if (argc == 4 && !strcmp(argv[1], "churn"))
@@ -314,6 +346,7 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "usage: runqwork mix CPU SPINNERS SLEEPERS MS | churn THREADS REUSE"
 			" | pipe CGROUP ROUNDS\n");
+	reports_print();
 	if (rc == 0)
 		printf("done\n");
 	return rc;

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/utsname.h>
+#include <bpf/bpf.h>
+#include "bpfcommon.h"
+#include "session.h"
+#include "tool.h"
+#include "util.h"
+
+void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const char *fmt, ...)
+{
+	struct lh_filter *f;
+	va_list ap;
+
+	if (m->nfilters >= LH_MAX_FILTERS)
+		return;
+	f = &m->filters[m->nfilters++];
+	f->name = name;
+	f->numeric = numeric;
+	va_start(ap, fmt);
+	vsnprintf(f->value, sizeof(f->value), fmt, ap);
+	va_end(ap);
+}
+
+void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
+		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping)
+{
+	struct lh_meta *m = &s->report.meta;
+	struct utsname u;
+
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->ncpus = libbpf_num_possible_cpus();
+	m->tool = tool;
+	uname(&u);
+	snprintf(m->kernel, sizeof(m->kernel), "%s", u.release);
+	m->clock = "CLOCK_MONOTONIC (bpf_ktime_get_ns)";
+	m->kinds = kinds;
+	m->nkinds = nkinds;
+	m->grouping = grouping;
+	m->unit = c->unit;
+	m->scheme.precision = c->precision;
+	m->scheme.unit_ns = c->unit_ns;
+	m->ncpus = s->ncpus;
+	m->interval_ns = c->interval_ns;
+	if (c->pid)
+		lh_meta_add_filter(m, "pid", true, "%u", c->pid);
+	if (c->cgroup[0])
+		lh_meta_add_filter(m, "cgroup", false, "%s", c->cgroup);
+}
+
+static void record_maps(struct lh_session *s)
+{
+	struct lh_meta *m = &s->report.meta;
+	struct bpf_map *map;
+	uint64_t total = 0;
+
+	bpf_object__for_each_map(map, s->obj) {
+		struct lh_map_size *ms;
+
+		if (bpf_map__fd(map) < 0 || m->nmaps >= LH_MAX_MAPS)
+			continue;
+		ms = &m->maps[m->nmaps++];
+		ms->name = bpf_map__name(map);
+		ms->max_entries = bpf_map__max_entries(map);
+		ms->memlock_bytes = lh_map_memlock(bpf_map__fd(map));
+		total += ms->memlock_bytes;
+		if (s->c->verbose)
+			fprintf(stderr, "map %-20s max_entries %-8u memlock %llu bytes\n", ms->name,
+				ms->max_entries, (unsigned long long)ms->memlock_bytes);
+	}
+	if (s->c->verbose)
+		fprintf(stderr, "maps: %.1f KiB kernel memory (memlock as the kernel reports it; "
+			"task storage grows per traced task)\n", (double)total / 1024);
+}
+
+int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value_size)
+{
+	struct bpf_map *counters = bpf_object__find_map_by_name(obj, "lathist_counters");
+
+	s->obj = obj;
+	s->value_size = value_size;
+	s->counters_fd = counters ? bpf_map__fd(counters) : -1;
+	s->percpu_buf = calloc((size_t)s->ncpus, lh_percpu_stride(value_size));
+	if (!s->percpu_buf)
+		return -ENOMEM;
+	record_maps(s);
+	return 0;
+}
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
+void lh_session_attached(struct lh_session *s, const char *what)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	*s->enabled = true;
+	fprintf(stderr, "Tracing %s... Hit Ctrl-C to end.\n", what);
+}
+
+static int read_counters(struct lh_session *s)
+{
+	struct lh_counters *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	uint64_t now[LH_NR_COUNTERS];
+	uint32_t zero = 0;
+
+	if (!pc)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(s->counters_fd, &zero, pc)) {
+		free(pc);
+		return -errno;
+	}
+	lh_counters_sum(now, pc, s->ncpus);
+	free(pc);
+	/* counters only grow: the interval's share is the difference */
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		s->report.counters[i] = now[i] - s->prev_counters[i];
+		s->prev_counters[i] = now[i];
+	}
+	return 0;
+}
+
+/* Take the aggregate of the half BPF has been writing and leave it empty. */
+static int collect(struct lh_session *s)
+{
+	uint32_t old = *s->hist_buf & 1;
+	int err;
+
+	*s->hist_buf = old ^ 1;
+	lh_wait_for_bpf_readers();
+	err = read_counters(s);
+	if (!err)
+		err = s->read_hists(s, old);
+	if (!err)
+		lh_report_sort(&s->report);
+	return err;
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline_ns / 1000000000ULL),
+		.tv_nsec = (long)(deadline_ns % 1000000000ULL),
+	};
+
+	while (!exiting && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+int lh_session_run(struct lh_session *s)
+{
+	const struct lh_common_opts *c = s->c;
+	uint64_t start = lh_now_ns(), begin = start, end = c->duration_ns ? start + c->duration_ns : 0;
+	uint64_t real = lh_realtime_ns();
+	uint32_t index = 0;
+	int err;
+
+	for (;;) {
+		uint64_t now, wake = UINT64_MAX;
+		bool last, due;
+
+		if (c->interval_ns)
+			wake = begin + c->interval_ns;
+		if (end && end < wake)
+			wake = end;
+		if (wake == UINT64_MAX)		/* until a signal; look again every second */
+			wake = lh_now_ns() + 1000000000ULL;
+		sleep_until(wake);
+		now = lh_now_ns();
+		last = exiting || (end && now >= end);
+		due = c->interval_ns && now >= begin + c->interval_ns;
+		if (!last && !due)
+			continue;
+		lh_report_clear(&s->report);
+		err = collect(s);
+		if (err) {
+			fprintf(stderr, "lathist %s: reading the histograms failed: %s\n",
+				s->report.meta.tool, strerror(-err));
+			return err;
+		}
+		s->report.meta.start_realtime_ns = real + (begin - start);
+		s->report.meta.duration_ns = now - begin;
+		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
+		/* a failed write is reported and tracing goes on; the last one decides the exit */
+		err = lh_emit(&s->report, c);
+		begin = now;
+		if (last)
+			return err;
+	}
+}
+
+void lh_session_free(struct lh_session *s)
+{
+	lh_report_clear(&s->report);
+	free(s->percpu_buf);
+	s->percpu_buf = NULL;
+}
+
+int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
+			  const void *values)
+{
+	size_t stride = lh_percpu_stride(s->value_size);
+	struct lh_hist *h = lh_report_add_hist(&s->report, name, key);
+
+	if (!h)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < s->ncpus; cpu++)
+		lh_hist_add_raw(h, (const char *)values + (size_t)cpu * stride);
+	return 0;
+}
+
+int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t buf_off, uint32_t buf,
+		  int (*add)(struct lh_session *s, const void *key, const void *values))
+{
+	char *keys = NULL, *prev = NULL, *next = malloc(key_size), *cur = malloc(key_size);
+	size_t n = 0, cap = 0;
+	int err = 0;
+
+	if (!next || !cur) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* collect first, delete after: deleting while walking can restart the walk */
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(cur, next, key_size);
+		prev = cur;
+		if (((unsigned char *)next)[buf_off] != buf)
+			continue;
+		if (n == cap) {
+			char *nk;
+
+			cap = cap ? 2 * cap : 256;
+			nk = realloc(keys, cap * key_size);
+			if (!nk) {
+				err = -ENOMEM;
+				goto out;
+			}
+			keys = nk;
+		}
+		memcpy(keys + n++ * key_size, next, key_size);
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		void *k = keys + i * key_size;
+
+		if (bpf_map_lookup_elem(fd, k, s->percpu_buf))
+			continue;
+		err = add(s, k, s->percpu_buf);
+		bpf_map_delete_elem(fd, k);
+	}
+out:
+	free(keys);
+	free(next);
+	free(cur);
+	return err;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One tracing run, shared by every tool: metadata, the interval loop (flip the
+ * double buffer, wait for BPF readers, read counters and histograms, render),
+ * signals, and per-CPU map reading. A tool opens, configures, loads and
+ * attaches its skeleton, fills the hooks and calls lh_session_run().
+ */
+#ifndef LATHIST_SESSION_H
+#define LATHIST_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <bpf/libbpf.h>
+#include "cli.h"
+#include "report.h"
+
+struct lh_session {
+	const struct lh_common_opts *c;
+	struct bpf_object *obj;
+	volatile uint32_t *hist_buf;	/* the object's .bss hist_buf */
+	volatile bool *enabled;		/* the object's .bss lh_enabled */
+	int counters_fd;		/* lathist_counters map */
+	int ncpus;			/* possible CPUs */
+	size_t value_size;		/* histogram map value: head + 8 * nslots */
+	void *percpu_buf;		/* ncpus * stride bytes, for one per-CPU value */
+	struct lh_report report;
+	uint64_t prev_counters[LH_NR_COUNTERS];
+	/* Read half 'buf' of the tool's histogram maps into report and empty it;
+	 * negative errno on failure. */
+	int (*read_hists)(struct lh_session *s, uint32_t buf);
+	void *tool;			/* the tool's own context */
+};
+
+/* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters). */
+void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
+		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping);
+
+/* Append a filter to meta ("pid", numeric) with a printf-style value. */
+void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* After load: the map value size, buffers, map sizes for meta (and -v). -ENOMEM. */
+int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value_size);
+
+/* After attach: enable the programs, install signal handlers, say "Tracing <what>...". */
+void lh_session_attached(struct lh_session *s, const char *what);
+
+/* Trace until -d, a signal, or forever; emit per interval and at the end. 0 or -errno. */
+int lh_session_run(struct lh_session *s);
+
+void lh_session_free(struct lh_session *s);
+
+/*
+ * Walk a per-CPU hash of histograms: for every key whose byte at buf_off equals
+ * buf, call add(s, key, values) with all CPUs' values (ncpus * stride bytes),
+ * then delete the key. Returns 0 or the first negative errno of add.
+ */
+int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t buf_off, uint32_t buf,
+		  int (*add)(struct lh_session *s, const void *key, const void *values));
+
+/* Add every CPU's copy in values into a new histogram name/key; -ENOMEM. */
+int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
+			  const void *values);
+
+#endif /* LATHIST_SESSION_H */
