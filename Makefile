@@ -11,7 +11,7 @@ BPFTOOL ?= bpftool
 CC ?= gcc
 OUT := build
 
-TOOLS := runq
+TOOLS := runq bio
 LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/session.c \
 	src/util.c src/cli.c src/bpfcommon.c src/tool.c
 TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
@@ -58,7 +58,7 @@ run: deps
 # ---- tests ----
 UNIT_TESTS := test_hist test_util test_opts test_counters
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
-WORKLOADS := $(OUT)/tests/runqwork
+WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork
 
 $(OUT)/tests:
 	@mkdir -p $@

@@ -71,6 +71,44 @@ static __always_inline void lh_count_map_err(struct lh_counters *c, int base, lo
 		c->v[i]++;
 }
 
+/* Options every tool shares, set by the loader. */
+const volatile __u64 filter_cgroup_id;	/* cgroup v2 id; 0 = any */
+
+/* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
+#define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
+
+/* Is task t in cgroup filter_cgroup_id or below it (cgroup v2)? */
+static __always_inline bool lh_task_in_cgroup(struct task_struct *t)
+{
+	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+
+	for (int i = 0; i < 32 && cg; i++) {
+		if (BPF_CORE_READ(cg, kn, id) == filter_cgroup_id)
+			return true;
+		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+	}
+	return false;
+}
+
+/*
+ * delta = now - start, or false with the reason counted: an end before its
+ * start (negative_delta) or over LH_ABSURD_NS (absurd_delta). Neither ever
+ * lands in a slot.
+ */
+static __always_inline bool lh_delta(struct lh_counters *c, __u64 start, __u64 now, __u64 *delta)
+{
+	if (now < start) {
+		c->v[LH_LOSS_NEGATIVE]++;
+		return false;
+	}
+	*delta = now - start;
+	if (*delta > LH_ABSURD_NS) {
+		c->v[LH_LOSS_ABSURD]++;
+		return false;
+	}
+	return true;
+}
+
 /* Add one event of delta_ns to a histogram value. */
 static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
 {

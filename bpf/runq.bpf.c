@@ -24,7 +24,6 @@
 const volatile __u32 group = RUNQ_GROUP_TOTAL;
 const volatile __u32 filter_tgid;
 const volatile __u32 filter_tid;
-const volatile __u64 filter_cgroup_id;
 const volatile bool filter_cpus;
 const volatile __u64 cpu_mask[RUNQ_MAX_CPUS / 64];
 /* sched_switch has had a prev_state argument since 5.18; the loader reads
@@ -63,9 +62,6 @@ struct {
 	__type(value, struct runq_start);
 } runq_pid_start SEC(".maps");
 
-/* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
-#define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
-
 /* Is t running on a CPU right now? (task_struct::on_cpu exists with CONFIG_SMP) */
 static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 {
@@ -74,26 +70,13 @@ static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 	return TREAD(btf, t, on_cpu);
 }
 
-static __always_inline bool task_in_cgroup(struct task_struct *t)
-{
-	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
-
-	/* walk up: the filter takes the cgroup and its descendants */
-	for (int i = 0; i < 32 && cg; i++) {
-		if (BPF_CORE_READ(cg, kn, id) == filter_cgroup_id)
-			return true;
-		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
-	}
-	return false;
-}
-
 static __always_inline bool task_selected(struct task_struct *t, __u32 tid, __u32 tgid)
 {
 	if (filter_tgid && tgid != filter_tgid)
 		return false;
 	if (filter_tid && tid != filter_tid)
 		return false;
-	if (filter_cgroup_id && !task_in_cgroup(t))
+	if (filter_cgroup_id && !lh_task_in_cgroup(t))
 		return false;
 	return true;
 }
@@ -268,7 +251,7 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 {
 	struct runq_start *s;
 	__u32 tid, tgid, kind;
-	__u64 ts;
+	__u64 ts, delta;
 
 	tid = TREAD(btf, next, pid);
 	if (!tid)
@@ -299,12 +282,10 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 	}
 	if (!now)
 		now = bpf_ktime_get_ns();
-	if (now < ts) {
-		c->v[LH_LOSS_NEGATIVE]++;
+	if (!lh_delta(c, ts, now, &delta))
 		return;
-	}
 	c->v[LH_EV_PAIRED]++;
-	hist_record(next, tid, tgid, kind, now - ts, btf, c);
+	hist_record(next, tid, tgid, kind, delta, btf, c);
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,

@@ -17,12 +17,20 @@ enum lh_counter {
 	LH_EV_WAKEUP_RUNNING,	/* runq: wakeup of a task still on a CPU: no wait followed */
 	LH_EV_WAKEUP_QUEUED,	/* runq: wakeup of a preempted, still queued task: start kept */
 	LH_EV_FILTERED,		/* events rejected by filters (not a loss) */
-	LH_EV_BEFORE_TRACE,	/* ends of waits that began before tracing (no record) */
+	LH_EV_BEFORE_TRACE,	/* ends whose start came before tracing (no record) */
+	LH_EV_BIO_CREATED,	/* bio: requests created (block_io_start / insert) */
+	LH_EV_BIO_ISSUED,	/* bio: requests issued to the driver */
+	LH_EV_BIO_NO_QUEUE,	/* bio: requests first seen at issue: no queue stage */
+	LH_EV_BIO_PARTIAL,	/* bio: partial completions (request not done yet) */
+	LH_EV_BIO_REQUEUED,	/* bio: requests issued again (requeued by the driver) */
+	LH_EV_BIO_MERGED,	/* bio: requests merged into another before issue */
+	LH_EV_BIO_UNISSUED,	/* bio: requests completed without reaching the driver */
 	/* losses: each keeps an event out of the histograms */
 	LH_LOSS_UNPAIRED,	/* end with a record but no start */
 	LH_LOSS_OVERWRITTEN,	/* start replaced before its end */
 	LH_LOSS_STALE,		/* start of an earlier task with the same id (pid reuse) */
 	LH_LOSS_NEGATIVE,	/* end earlier than start */
+	LH_LOSS_ABSURD,		/* delta over LH_ABSURD_NS: a broken pairing, never a slot */
 	LH_LOSS_STORAGE,	/* task storage could not be created */
 	LH_LOSS_START_E2BIG,	/* start map full */
 	LH_LOSS_START_ENOMEM,	/* start map: out of memory */
@@ -34,6 +42,9 @@ enum lh_counter {
 };
 
 #define LH_FIRST_LOSS LH_LOSS_UNPAIRED
+
+/* Deltas above one hour are not latencies but broken pairings. */
+#define LH_ABSURD_NS (3600ULL * 1000000000ULL)
 
 /* Value of the per-CPU counter map. */
 struct lh_counters {

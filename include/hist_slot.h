@@ -68,6 +68,7 @@ static __always_inline unsigned int lh_slot(unsigned long long v, unsigned int p
 struct lh_hist_head {
 	unsigned long long sum_ns;
 	unsigned long long max_ns;
+	unsigned long long bytes;	/* bio: request bytes counted here; runq: 0 */
 	char comm[16];
 };
 

@@ -8,10 +8,14 @@
 #include <stdint.h>
 #include "counters.h"
 
+/* Which tools a counter belongs to (bit mask). */
+enum lh_tool_bit { LH_TOOL_RUNQ = 1, LH_TOOL_BIO = 2, LH_TOOL_ALL = 3 };
+
 struct lh_counter_info {
 	const char *name;	/* stable name used in JSON and text */
 	const char *desc;	/* one line for the text footer */
 	bool loss;		/* keeps an event out of the histograms */
+	unsigned int tools;	/* enum lh_tool_bit: shown for these tools only */
 };
 
 /* Info for counter i (0 <= i < LH_NR_COUNTERS). */

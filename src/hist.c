@@ -58,6 +58,7 @@ void lh_hist_add_raw(struct lh_hist *h, const void *raw)
 		h->count = lh_add_sat(h->count, slots[i]);
 	}
 	h->sum_ns = lh_add_sat(h->sum_ns, head->sum_ns);
+	h->bytes = lh_add_sat(h->bytes, head->bytes);
 	if (head->max_ns > h->max_ns)
 		h->max_ns = head->max_ns;
 	if (!h->key.comm[0] && head->comm[0] && (h->key.fields & LH_KEY_COMM))
@@ -72,6 +73,7 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
 		h->slots[i] = lh_add_sat(h->slots[i], o->slots[i]);
 	h->count = lh_add_sat(h->count, o->count);
 	h->sum_ns = lh_add_sat(h->sum_ns, o->sum_ns);
+	h->bytes = lh_add_sat(h->bytes, o->bytes);
 	if (o->max_ns > h->max_ns)
 		h->max_ns = o->max_ns;
 	return 0;

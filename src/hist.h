@@ -40,6 +40,7 @@ struct lh_hist {
 	uint64_t count;		/* sum of slots */
 	uint64_t sum_ns;
 	uint64_t max_ns;	/* exact */
+	uint64_t bytes;		/* bio: bytes of the requests counted */
 	uint32_t nslots;
 	uint64_t *slots;	/* nslots counters, owned */
 };

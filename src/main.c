@@ -11,6 +11,7 @@ static const char usage[] =
 	"\n"
 	"Verbs:\n"
 	"  runq      runqueue latency: wakeup latency and preemption wait\n"
+	"  bio       block I/O latency: queue and device time, per process, disk, op\n"
 	"\n"
 	"lathist VERB -h shows a verb's options. lathist --version prints the version.\n"
 	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
@@ -31,6 +32,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "runq"))
 		return runq_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bio"))
+		return bio_main(argc - 1, argv + 1);
 	fprintf(stderr, "lathist: unknown verb '%s'; see lathist -h\n", argv[1]);
 	return LH_EXIT_USAGE;
 }

@@ -52,6 +52,8 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
 	json_object_object_add(o, "count", u64(h->count));
 	json_object_object_add(o, "sum_ns", u64(h->sum_ns));
 	json_object_object_add(o, "max_ns", u64(h->max_ns));
+	if (m->has_bytes)
+		json_object_object_add(o, "bytes", u64(h->bytes));
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		int s = lh_hist_quantile_slot(h, lh_percentiles[i].q);
 		json_object *b;
@@ -125,12 +127,13 @@ static json_object *meta_json(const struct lh_meta *m)
 	return o;
 }
 
-static json_object *loss_json(const uint64_t *v)
+static json_object *loss_json(const uint64_t *v, unsigned int tool_bit)
 {
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
+		if (lh_counter_info(i)->tools & tool_bit)
+			json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
 	/* every end without a start, whatever the cause */
 	json_object_object_add(o, "unpaired", u64(v[LH_EV_BEFORE_TRACE] + v[LH_LOSS_UNPAIRED]));
 	json_object_object_add(o, "lost", u64(lh_counters_lost(v)));
@@ -165,7 +168,7 @@ char *lh_render_json(const struct lh_report *r, bool compact)
 	for (size_t i = 0; i < r->nhists; i++)
 		json_object_array_add(hs, hist_json(&r->hists[i], &r->meta));
 	json_object_object_add(root, "histograms", hs);
-	json_object_object_add(root, "loss", loss_json(r->counters));
+	json_object_object_add(root, "loss", loss_json(r->counters, r->meta.tool_bit));
 	json_object_object_add(root, "bias", bias_json(r->counters));
 	s = json_object_to_json_string_ext(root, compact ? JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
 						  JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);

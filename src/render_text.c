@@ -101,6 +101,8 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 		print_stars(f, h->slots[i], max);
 		fputs("|\n", f);
 	}
+	if (m->has_bytes)
+		fprintf(f, "     bytes %" PRIu64 "\n", h->bytes);
 	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
 		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
@@ -145,6 +147,8 @@ static void print_losses(FILE *f, const struct lh_report *r)
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = lh_counter_info(i);
 
+		if (!(ci->tools & r->meta.tool_bit))
+			continue;
 		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
 		if (events && i != LH_EV_ENDS)
 			fprintf(f, " %7.2f%%", 100.0 * (double)v[i] / (double)events);

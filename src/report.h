@@ -43,6 +43,8 @@ struct lh_hist_kind {
 
 struct lh_meta {
 	const char *tool;		/* "runq" */
+	unsigned int tool_bit;		/* enum lh_tool_bit: which counters apply */
+	bool has_bytes;			/* histograms carry bytes (bio) */
 	char kernel[128];		/* uname release */
 	const char *clock;		/* "CLOCK_MONOTONIC (bpf_ktime_get_ns)" */
 	struct lh_attach attach[LH_MAX_ATTACH];

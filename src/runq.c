@@ -195,6 +195,7 @@ static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
 	const char *type = btf ? "tp_btf" : "raw_tp";
 
 	lh_session_init(s, &o->c, TOOL, runq_kinds, 2, group_name(o->group));
+	m->tool_bit = LH_TOOL_RUNQ;
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup_new", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_switch", type };
@@ -243,37 +244,21 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf)
 	return value_size;
 }
 
-static int attach(struct runq_bpf *s, bool btf, bool verbose)
+static int attach(struct runq_bpf *s, bool verbose)
 {
 	/* switch first: a wakeup seen before the switch program would leave a start
 	 * whose switch-in is missed (and nothing records before lh_enabled anyway) */
-	struct bpf_program *order[] = {
-		btf ? s->progs.runq_switch_btf : s->progs.runq_switch_raw,
-		btf ? s->progs.runq_wakeup_new_btf : s->progs.runq_wakeup_new_raw,
-		btf ? s->progs.runq_wakeup_btf : s->progs.runq_wakeup_raw,
-		btf ? NULL : s->progs.runq_exit_raw,
-	};
-	struct bpf_link **links[] = {
-		btf ? &s->links.runq_switch_btf : &s->links.runq_switch_raw,
-		btf ? &s->links.runq_wakeup_new_btf : &s->links.runq_wakeup_new_raw,
-		btf ? &s->links.runq_wakeup_btf : &s->links.runq_wakeup_raw,
-		&s->links.runq_exit_raw,
+	struct lh_prog_link order[] = {
+		{ s->progs.runq_switch_btf, &s->links.runq_switch_btf },
+		{ s->progs.runq_switch_raw, &s->links.runq_switch_raw },
+		{ s->progs.runq_wakeup_new_btf, &s->links.runq_wakeup_new_btf },
+		{ s->progs.runq_wakeup_new_raw, &s->links.runq_wakeup_new_raw },
+		{ s->progs.runq_wakeup_btf, &s->links.runq_wakeup_btf },
+		{ s->progs.runq_wakeup_raw, &s->links.runq_wakeup_raw },
+		{ s->progs.runq_exit_raw, &s->links.runq_exit_raw },
 	};
 
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		if (!order[i])
-			continue;
-		*links[i] = bpf_program__attach(order[i]);
-		if (!*links[i]) {
-			int err = -errno;
-
-			fprintf(stderr, "lathist runq: cannot attach %s: %s%s\n",
-				bpf_program__section_name(order[i]), strerror(-err),
-				verbose ? "" : " (run with -v for details)");
-			return err;
-		}
-	}
-	return 0;
+	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
 }
 
 /* total and per-CPU: a per-CPU array indexed by kind and buffer */
@@ -387,7 +372,7 @@ int runq_main(int argc, char **argv)
 	}
 	s.hist_buf = &x.skel->bss->hist_buf;
 	s.enabled = &x.skel->bss->lh_enabled;
-	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, btf, o.c.verbose)) {
+	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;
 	}

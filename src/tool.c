@@ -116,3 +116,21 @@ int lh_preflight(const char *tool, const struct lh_common_opts *o)
 	lh_libbpf_setup(o->verbose);
 	return 0;
 }
+
+int lh_attach_in_order(const char *tool, const struct lh_prog_link *progs, size_t n, bool verbose)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!bpf_program__autoload(progs[i].prog))
+			continue;
+		*progs[i].link = bpf_program__attach(progs[i].prog);
+		if (!*progs[i].link) {
+			int err = -errno;
+
+			fprintf(stderr, "lathist %s: cannot attach %s: %s%s\n", tool,
+				bpf_program__section_name(progs[i].prog), strerror(-err),
+				verbose ? "" : " (run with -v for details)");
+			return err;
+		}
+	}
+	return 0;
+}

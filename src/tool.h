@@ -3,6 +3,7 @@
 #ifndef LATHIST_TOOL_H
 #define LATHIST_TOOL_H
 
+#include <bpf/libbpf.h>
 #include "cli.h"
 #include "report.h"
 
@@ -20,6 +21,19 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
  */
 int lh_preflight(const char *tool, const struct lh_common_opts *o);
 
+/* A program and where its skeleton keeps its link. */
+struct lh_prog_link {
+	struct bpf_program *prog;
+	struct bpf_link **link;
+};
+
+/*
+ * Attach, in the order given, every program set to load (autoload), storing
+ * each link for the skeleton's destroy. On failure one line names the program;
+ * returns 0 or a negative errno.
+ */
+int lh_attach_in_order(const char *tool, const struct lh_prog_link *progs, size_t n, bool verbose);
+
 /* One-line diagnosis of a failed skeleton load (err: negative errno). */
 void lh_load_error(const char *tool, int err, bool verbose);
 
@@ -28,5 +42,6 @@ void lh_bad_option(const char *tool, int opt, char **argv);
 
 /* Verb entry points (argv[0] is the verb). */
 int runq_main(int argc, char **argv);
+int bio_main(int argc, char **argv);
 
 #endif /* LATHIST_TOOL_H */

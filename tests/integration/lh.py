@@ -2,13 +2,16 @@
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LATHIST = os.path.join(ROOT, "lathist")
 RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
+BIOWORK = os.path.join(ROOT, "build", "tests", "biowork")
 
 
 class TestFailure(AssertionError):
@@ -73,10 +76,11 @@ def run(*args, timeout=120, **kw):
 
 
 class Workload:
-    """runqwork MODE ARGS: start() returns its pid; go() lets it run; wait() returns its lines."""
+    """runqwork (or exe) MODE ARGS: start() returns its pid; go() lets it run; wait()
+    returns its JSON lines."""
 
-    def __init__(self, *args):
-        self.args = [RUNQWORK, *[str(a) for a in args]]
+    def __init__(self, *args, exe=RUNQWORK):
+        self.args = [exe, *[str(a) for a in args]]
 
     def start(self):
         self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -98,14 +102,14 @@ class Workload:
         return rows
 
 
-def traced(workload, *lathist_args, pid_filter=True):
+def traced(workload, *lathist_args, pid_filter=True, verb="runq"):
     """Attach lathist (-p workload pid unless pid_filter is False), run the workload
     to its end, stop lathist; returns (workload rows, lathist JSON document)."""
     pid = workload.start()
     args = list(lathist_args)
     if pid_filter:
         args = ["-p", str(pid)] + args
-    tool = Lathist("runq", "-f", "json", *args).start()
+    tool = Lathist(verb, "-f", "json", *args).start()
     workload.go()
     rows = workload.wait()
     rc, out, err = tool.stop()
@@ -134,3 +138,45 @@ def by_id(tasks):
         check(i not in out, f"id {i} has two histogram keys where one task was expected")
         out[i] = v
     return out
+
+
+class LoopDevice:
+    """A loop device over a sparse file, removed with its file on exit (also on failure)."""
+
+    def __init__(self, size_mb=64, scheduler=None):
+        self.size_mb, self.scheduler = size_mb, scheduler
+
+    def __enter__(self):
+        fd, self.file = tempfile.mkstemp(prefix="lathist-loop-", dir="/var/tmp")
+        os.ftruncate(fd, self.size_mb << 20)
+        os.close(fd)
+        try:
+            self.dev = subprocess.run(["losetup", "--find", "--show", self.file], check=True,
+                                      capture_output=True, text=True).stdout.strip()
+        except Exception:
+            os.unlink(self.file)
+            raise
+        self.name = os.path.basename(self.dev)
+        if shutil.which("udevadm"):
+            subprocess.run(["udevadm", "settle"], capture_output=True)
+        if self.scheduler:
+            with open(f"/sys/block/{self.name}/queue/scheduler", "w") as f:
+                f.write(self.scheduler)
+        return self
+
+    def schedulers(self):
+        with open(f"/sys/block/{self.name}/queue/scheduler") as f:
+            return f.read().replace("[", "").replace("]", "").split()
+
+    def stat(self):
+        """(reads completed, writes completed) from /sys/block/NAME/stat."""
+        with open(f"/sys/block/{self.name}/stat") as f:
+            v = f.read().split()
+        return int(v[0]), int(v[4])
+
+    def __exit__(self, *exc):
+        subprocess.run(["losetup", "-d", self.dev], capture_output=True)
+        try:
+            os.unlink(self.file)
+        except OSError:
+            pass

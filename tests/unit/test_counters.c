@@ -19,6 +19,7 @@ static void test_every_counter_named(void **state)
 		assert_non_null(ci->name);
 		assert_non_null(ci->desc);
 		assert_int_equal(ci->loss, i >= LH_FIRST_LOSS);
+		assert_true(ci->tools & LH_TOOL_ALL);
 		for (int j = 0; j < i; j++)
 			assert_string_not_equal(ci->name, lh_counter_info(j)->name);
 	}

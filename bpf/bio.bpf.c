@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lathist bio: block I/O latency per request, split into queue time
+ * (created -> issued to the driver) and device time (issued -> completed),
+ * paired by the struct request pointer and aggregated in per-CPU histograms.
+ *
+ * created: block_io_start (6.5+) in the submitter's context, else
+ * block_rq_insert (only when an I/O scheduler is set); a request first seen at
+ * block_rq_issue has no queue stage. Completion: block_rq_complete, once per
+ * chunk; a request counts once, when its chunks add up to its size at issue.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "lathist.bpf.h"
+#include "bio.h"
+
+const volatile __u32 group;		/* enum bio_group bits */
+const volatile __u32 filter_tgid;
+const volatile __u32 filter_dev;	/* 0 = any disk */
+/* block_rq_issue and block_rq_insert lost their request_queue argument in 5.11
+ * (a54895fa057c "block: remove the request_queue to argument request based
+ * tracepoints", also in 5.10.137); the loader reads the BTF prototypes. */
+const volatile bool issue_has_q;
+const volatile bool insert_has_q;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);	/* --max-requests */
+	__type(key, __u64);
+	__type(value, struct bio_req);
+} bio_requests SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 10240);	/* --max-keys */
+	__uint(key_size, sizeof(struct bio_hist_key));
+	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
+} bio_hist SEC(".maps");
+
+/* 5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request")
+ * moved the disk to rq->q->disk. */
+struct request___pre517 {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct request___pre517 *old = (void *)rq;
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		disk = BPF_CORE_READ(old, rq_disk);
+	else
+		disk = BPF_CORE_READ(rq, q, disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline __u8 rq_op(struct request *rq)
+{
+	__u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;	/* REQ_OP_MASK */
+
+	switch (op) {
+	case 0:	/* REQ_OP_READ */
+		return BIO_OP_READ;
+	case 1:	/* REQ_OP_WRITE */
+		return BIO_OP_WRITE;
+	case 2:	/* REQ_OP_FLUSH */
+		return BIO_OP_FLUSH;
+	case 3:	/* REQ_OP_DISCARD */
+		return BIO_OP_DISCARD;
+	default:
+		return BIO_OP_OTHER;
+	}
+}
+
+/* Does the current task (the submitter) pass the -p/--cgroup filters? */
+static __always_inline bool current_selected(void)
+{
+	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+		return false;
+	if (filter_cgroup_id && !lh_task_in_cgroup(bpf_get_current_task_btf()))
+		return false;
+	return true;
+}
+
+/* Record a request's start, attributed to the current task. */
+static __always_inline struct bio_req *req_start(struct request *rq, __u64 now, bool at_issue,
+						 struct lh_counters *c)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 key = (__u64)rq;
+	struct bio_req init = {}, *r;
+	long err;
+
+	init.dev = rq_dev(rq);
+	if (filter_dev && init.dev != filter_dev)
+		return NULL;	/* not this disk: its completion is filtered too */
+	if (!current_selected())
+		init.flags |= BIO_REQ_FILTERED;
+	if (at_issue)
+		init.flags |= BIO_REQ_NO_QUEUE;
+	else
+		init.created_ns = now;
+	init.tgid = bpf_get_current_pid_tgid() >> 32;
+	init.birth_ns = BPF_CORE_READ(task, group_leader, start_time);
+	init.op = rq_op(rq);
+	bpf_get_current_comm(init.comm, sizeof(init.comm));
+	r = bpf_map_lookup_elem(&bio_requests, &key);
+	if (r) {
+		/* the struct was freed and reused: never issued means merged away
+		 * (kernels without block_rq_merge), issued means a missed completion */
+		c->v[r->issued_ns ? LH_LOSS_OVERWRITTEN : LH_EV_BIO_MERGED]++;
+		*r = init;
+		return r;
+	}
+	err = bpf_map_update_elem(&bio_requests, &key, &init, BPF_NOEXIST);
+	if (err) {
+		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&bio_requests, &key);
+}
+
+static __always_inline int on_create(struct request *rq)
+{
+	struct lh_counters *c = lh_counters();
+
+	if (!c)
+		return 0;
+	if (req_start(rq, bpf_ktime_get_ns(), false, c))
+		c->v[LH_EV_BIO_CREATED]++;
+	return 0;
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+	struct lh_counters *c = lh_counters();
+	__u64 key = (__u64)rq, now;
+	struct bio_req *r;
+
+	if (!c)
+		return 0;
+	now = bpf_ktime_get_ns();
+	r = bpf_map_lookup_elem(&bio_requests, &key);
+	if (!r) {
+		/* not created while tracing (flush requests, or a request from before
+		 * tracing began): attribute it here, without a queue stage */
+		r = req_start(rq, now, true, c);
+		if (!r)
+			return 0;
+		c->v[LH_EV_BIO_NO_QUEUE]++;
+	}
+	if (r->issued_ns)
+		c->v[LH_EV_BIO_REQUEUED]++;
+	r->issued_ns = now;
+	r->bytes = BPF_CORE_READ(rq, __data_len);	/* 0 by completion time */
+	r->done_bytes = 0;
+	c->v[LH_EV_BIO_ISSUED]++;
+	return 0;
+}
+
+static __always_inline void hist_add(struct bio_req *r, __u8 kind, __u64 delta,
+				     struct lh_counters *c)
+{
+	struct bio_hist_key key = {};
+	struct lh_hist_head *h;
+
+	key.kind = kind;
+	key.buf = hist_buf & 1;
+	if (group & BIO_GROUP_PROCESS) {
+		key.tgid = r->tgid;
+		key.birth_ns = r->birth_ns;
+	}
+	if (group & BIO_GROUP_DISK)
+		key.dev = r->dev;
+	if (group & BIO_GROUP_OP)
+		key.op = r->op;
+	h = lh_hist_keyed(&bio_hist, &key, c);
+	if (!h)
+		return;
+	if ((group & BIO_GROUP_PROCESS) && !h->comm[0])
+		__builtin_memcpy(h->comm, r->comm, sizeof(h->comm));
+	h->bytes += r->bytes;
+	lh_hist_add(h, delta);
+}
+
+static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes)
+{
+	struct lh_counters *c = lh_counters();
+	__u64 key = (__u64)rq, now, dev_ns, queue_ns = 0, total_ns;
+	struct bio_req *r;
+
+	if (!c)
+		return 0;
+	r = bpf_map_lookup_elem(&bio_requests, &key);
+	if (!r) {
+		if (!filter_dev || rq_dev(rq) == filter_dev) {
+			c->v[LH_EV_ENDS]++;
+			c->v[LH_EV_BEFORE_TRACE]++;
+		}
+		return 0;
+	}
+	if (r->issued_ns && r->done_bytes + nr_bytes < r->bytes) {
+		r->done_bytes += nr_bytes;
+		c->v[LH_EV_BIO_PARTIAL]++;
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (r->flags & BIO_REQ_FILTERED) {
+		c->v[LH_EV_FILTERED]++;
+		goto out;
+	}
+	c->v[LH_EV_ENDS]++;
+	if (!r->issued_ns) {
+		/* completed by the block layer itself (an empty flush whose work a
+		 * separate flush request did, or an error before dispatch) */
+		c->v[LH_EV_BIO_UNISSUED]++;
+		if (!lh_delta(c, r->created_ns, now, &total_ns))
+			goto out;
+		c->v[LH_EV_PAIRED]++;
+		hist_add(r, BIO_TOTAL, total_ns, c);
+		goto out;
+	}
+	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
+		goto out;
+	total_ns = dev_ns;
+	if (!(r->flags & BIO_REQ_NO_QUEUE)) {
+		if (!lh_delta(c, r->created_ns, r->issued_ns, &queue_ns))
+			goto out;
+		total_ns += queue_ns;
+		hist_add(r, BIO_QUEUE, queue_ns, c);
+	}
+	c->v[LH_EV_PAIRED]++;
+	hist_add(r, BIO_DEVICE, dev_ns, c);
+	hist_add(r, BIO_TOTAL, total_ns, c);
+out:
+	/* request structs are reused: a later request must not find this one */
+	bpf_map_delete_elem(&bio_requests, &key);
+	return 0;
+}
+
+/* A request merged into another before issue is freed without a completion. */
+static __always_inline int on_merge(struct request *rq)
+{
+	struct lh_counters *c = lh_counters();
+	__u64 key = (__u64)rq;
+
+	if (!c)
+		return 0;
+	if (!bpf_map_delete_elem(&bio_requests, &key))
+		c->v[LH_EV_BIO_MERGED]++;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(bio_merge_btf, struct request *rq)
+{
+	return on_merge(rq);
+}
+
+SEC("raw_tp/block_rq_merge")
+int BPF_PROG(bio_merge_raw, struct request *rq)
+{
+	return on_merge(rq);
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(bio_io_start_btf, struct request *rq)
+{
+	return on_create(rq);
+}
+
+/* (struct request_queue *q, struct request *rq) before 5.11, (rq) since */
+SEC("tp_btf/block_rq_insert")
+int bio_insert_btf(u64 *ctx)
+{
+	if (insert_has_q)
+		return on_create((void *)ctx[1]);
+	return on_create((void *)ctx[0]);
+}
+
+SEC("tp_btf/block_rq_issue")
+int bio_issue_btf(u64 *ctx)
+{
+	if (issue_has_q)
+		return on_issue((void *)ctx[1]);
+	return on_issue((void *)ctx[0]);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(bio_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, nr_bytes);
+}
+
+SEC("raw_tp/block_io_start")
+int BPF_PROG(bio_io_start_raw, struct request *rq)
+{
+	return on_create(rq);
+}
+
+SEC("raw_tp/block_rq_insert")
+int bio_insert_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (insert_has_q)
+		return on_create((void *)ctx->args[1]);
+	return on_create((void *)ctx->args[0]);
+}
+
+SEC("raw_tp/block_rq_issue")
+int bio_issue_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (issue_has_q)
+		return on_issue((void *)ctx->args[1]);
+	return on_issue((void *)ctx->args[0]);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, nr_bytes);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lathist bio: block I/O latency per request, split into queue and device
+ * time, per process, disk and operation, aggregated in the kernel. Same
+ * lifecycle as runq: options -> open -> read-only options -> choose variant,
+ * size maps -> load -> attach -> session loop -> cleanup.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "bio.h"
+#include "bio.skel.h"
+#include "bio_cli.h"
+#include "bpfcommon.h"
+#include "session.h"
+#include "tool.h"
+#include "util.h"
+
+#define TOOL "bio"
+
+static const struct lh_hist_kind bio_kinds[] = {
+	{ "queue", "queue time (created to issued to the driver)" },
+	{ "device", "device time (issued to completed)" },
+	{ "total", "total (created to completed; device time when there is no queue stage)" },
+};
+
+static const char *const op_names[] = { "read", "write", "flush", "discard", "other" };
+
+enum {
+	OPT_PER_PROCESS = LH_OPT_TOOL_BASE,
+	OPT_PER_DISK,
+	OPT_PER_OP,
+	OPT_DISK,
+	OPT_MAX_REQUESTS,
+};
+
+static const char bio_help[] =
+	"Usage: lathist bio [OPTIONS]\n"
+	"Block I/O latency histograms per request, aggregated in the kernel: queue time\n"
+	"(created to issued), device time (issued to completed) and total.\n"
+	"\n"
+	"Grouping (combinable; default: all requests together):\n"
+	"      --per-process      by the process current when the request was created (the\n"
+	"                         submitter for direct and synchronous I/O, a flusher thread\n"
+	"                         for writeback)\n"
+	"      --per-disk         by disk (e.g. loop0, vda)\n"
+	"      --per-op           by operation: read, write, flush, discard, other\n"
+	"Filters (applied in BPF):\n"
+	"      --disk NAME        only requests to this disk\n"
+	"      --max-requests N   entries of the in-flight request map (16384)\n"
+	"Common options (-p and --cgroup select the submitter):\n";
+
+void bio_dev_name(uint32_t dev, char *name, size_t len)
+{
+	char path[64], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", BIO_DEV_MAJOR(dev), BIO_DEV_MINOR(dev));
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = 0;
+		snprintf(name, len, "%s", basename(target));
+		return;
+	}
+	snprintf(name, len, "%u:%u", BIO_DEV_MAJOR(dev), BIO_DEV_MINOR(dev));
+}
+
+int bio_dev_of(const char *name, uint32_t *dev)
+{
+	char path[PATH_MAX];
+	unsigned int major, minor;
+	FILE *f;
+	int n;
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/dev", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -ENOENT;
+	n = fscanf(f, "%u:%u", &major, &minor);
+	fclose(f);
+	if (n != 2)
+		return -ENOENT;
+	*dev = (major << 20) | minor;
+	return 0;
+}
+
+int bio_parse_args(int argc, char **argv, struct bio_opts *o)
+{
+	static const struct option longopts[] = {
+		LH_COMMON_LONGOPTS,
+		{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
+		{ "per-disk", no_argument, NULL, OPT_PER_DISK },
+		{ "per-op", no_argument, NULL, OPT_PER_OP },
+		{ "disk", required_argument, NULL, OPT_DISK },
+		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt, err;
+
+	memset(o, 0, sizeof(*o));
+	lh_common_defaults(&o->c);
+	o->max_requests = 16384;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, LH_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		err = lh_common_opt(&o->c, opt, optarg, TOOL);
+		if (err < 0)
+			return -EINVAL;
+		if (err == 0)
+			continue;
+		err = 0;
+		switch (opt) {
+		case 'h':
+			printf("%s%s", bio_help, lh_common_help);
+			return 1;
+		case OPT_PER_PROCESS:
+			o->group |= BIO_GROUP_PROCESS;
+			break;
+		case OPT_PER_DISK:
+			o->group |= BIO_GROUP_DISK;
+			break;
+		case OPT_PER_OP:
+			o->group |= BIO_GROUP_OP;
+			break;
+		case OPT_DISK:
+			if (bio_dev_of(optarg, &o->dev)) {
+				lh_usage_error(TOOL, "--disk '%s': no such block device; give a name "
+					       "from lsblk or /sys/class/block, e.g. vda", optarg);
+				return -EINVAL;
+			}
+			snprintf(o->disk, sizeof(o->disk), "%s", optarg);
+			break;
+		case OPT_MAX_REQUESTS:
+			if (lh_parse_u32(optarg, 1, 1U << 22, &o->max_requests)) {
+				lh_usage_error(TOOL, "--max-requests '%s': give a number from 1 to "
+					       "4194304", optarg);
+				return -EINVAL;
+			}
+			break;
+		default:
+			lh_bad_option(TOOL, opt, argv);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist bio -h", argv[optind]);
+		return -EINVAL;
+	}
+	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
+}
+
+/* ---- loader ---- */
+
+struct bio_ctx {
+	struct bio_opts *o;
+	struct bio_bpf *skel;
+};
+
+static void grouping_name(unsigned int g, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", g ? "" : "total",
+		 g & BIO_GROUP_PROCESS ? "process" : "",
+		 g & BIO_GROUP_DISK ? (g & BIO_GROUP_PROCESS ? ",disk" : "disk") : "",
+		 g & BIO_GROUP_OP ? (g & (BIO_GROUP_PROCESS | BIO_GROUP_DISK) ? ",op" : "op") : "");
+}
+
+struct bio_attach_plan {
+	bool btf;
+	bool has_io_start;	/* block_io_start exists (6.5+) */
+	bool issue_has_q;
+	bool insert_has_q;
+	bool has_merge;		/* block_rq_merge exists */
+};
+
+static void init_meta(struct lh_session *s, struct bio_opts *o, const struct bio_attach_plan *p,
+		      char *grouping)
+{
+	struct lh_meta *m = &s->report.meta;
+	const char *type = p->btf ? "tp_btf" : "raw_tp";
+
+	lh_session_init(s, &o->c, TOOL, bio_kinds, BIO_NR_HISTS, grouping);
+	m->tool_bit = LH_TOOL_BIO;
+	m->has_bytes = true;
+	if (p->has_io_start)
+		m->attach[m->nattach++] = (struct lh_attach){ "block_io_start", type };
+	else
+		m->attach[m->nattach++] = (struct lh_attach){ "block_rq_insert", type };
+	m->attach[m->nattach++] = (struct lh_attach){ "block_rq_issue", type };
+	m->attach[m->nattach++] = (struct lh_attach){ "block_rq_complete", type };
+	if (p->has_merge)
+		m->attach[m->nattach++] = (struct lh_attach){ "block_rq_merge", type };
+	if (o->disk[0])
+		lh_meta_add_filter(m, "disk", false, "%s", o->disk);
+}
+
+static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_attach_plan *p)
+{
+	uint32_t nslots = LH_NSLOTS(o->c.precision);
+	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
+	bool btf = p->btf;
+
+	s->rodata->hist_precision = o->c.precision;
+	s->rodata->hist_nslots = nslots;
+	s->rodata->hist_unit_ns = o->c.unit_ns;
+	s->rodata->group = o->group;
+	s->rodata->filter_tgid = o->c.pid;
+	s->rodata->filter_dev = o->dev;
+	s->rodata->filter_cgroup_id = o->c.cgroup_id;
+	s->rodata->issue_has_q = p->issue_has_q;
+	s->rodata->insert_has_q = p->insert_has_q;
+
+	bpf_map__set_value_size(s->maps.bio_hist, value_size);
+	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
+	bpf_map__set_max_entries(s->maps.bio_hist, o->c.max_keys);
+	bpf_map__set_max_entries(s->maps.bio_requests, o->max_requests);
+
+	bpf_program__set_autoload(s->progs.bio_io_start_btf, btf && p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_insert_btf, btf && !p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_issue_btf, btf);
+	bpf_program__set_autoload(s->progs.bio_complete_btf, btf);
+	bpf_program__set_autoload(s->progs.bio_io_start_raw, !btf && p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_insert_raw, !btf && !p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_issue_raw, !btf);
+	bpf_program__set_autoload(s->progs.bio_complete_raw, !btf);
+	bpf_program__set_autoload(s->progs.bio_merge_btf, btf && p->has_merge);
+	bpf_program__set_autoload(s->progs.bio_merge_raw, !btf && p->has_merge);
+	return value_size;
+}
+
+static int attach(struct bio_bpf *s, bool verbose)
+{
+	/* completion first, creation last: no start is recorded whose end is missed */
+	struct lh_prog_link order[] = {
+		{ s->progs.bio_complete_btf, &s->links.bio_complete_btf },
+		{ s->progs.bio_complete_raw, &s->links.bio_complete_raw },
+		{ s->progs.bio_merge_btf, &s->links.bio_merge_btf },
+		{ s->progs.bio_merge_raw, &s->links.bio_merge_raw },
+		{ s->progs.bio_issue_btf, &s->links.bio_issue_btf },
+		{ s->progs.bio_issue_raw, &s->links.bio_issue_raw },
+		{ s->progs.bio_insert_btf, &s->links.bio_insert_btf },
+		{ s->progs.bio_insert_raw, &s->links.bio_insert_raw },
+		{ s->progs.bio_io_start_btf, &s->links.bio_io_start_btf },
+		{ s->progs.bio_io_start_raw, &s->links.bio_io_start_raw },
+	};
+
+	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
+}
+
+static int add_keyed(struct lh_session *s, const void *k, const void *values)
+{
+	const struct bio_hist_key *bk = k;
+	struct bio_ctx *x = s->tool;
+	struct lh_key key = {};
+
+	if (bk->kind < BIO_QUEUE || bk->kind > BIO_TOTAL)
+		return 0;
+	if (x->o->group & BIO_GROUP_PROCESS) {
+		key.fields |= LH_KEY_PID | LH_KEY_COMM;
+		key.pid = bk->tgid;
+		key.birth_ns = bk->birth_ns;
+	}
+	if (x->o->group & BIO_GROUP_DISK) {
+		key.fields |= LH_KEY_DISK;
+		bio_dev_name(bk->dev, key.disk, sizeof(key.disk));
+	}
+	if (x->o->group & BIO_GROUP_OP) {
+		key.fields |= LH_KEY_OP;
+		snprintf(key.op, sizeof(key.op), "%s", op_names[bk->op <= BIO_OP_OTHER ? bk->op :
+								  BIO_OP_OTHER]);
+	}
+	return lh_session_add_percpu(s, bio_kinds[bk->kind - 1].name, &key, values);
+}
+
+static int read_hists(struct lh_session *s, uint32_t buf)
+{
+	struct bio_ctx *x = s->tool;
+
+	return lh_read_keyed(s, bpf_map__fd(x->skel->maps.bio_hist), sizeof(struct bio_hist_key),
+			     offsetof(struct bio_hist_key, buf), buf, add_keyed);
+}
+
+int bio_main(int argc, char **argv)
+{
+	struct bio_opts o;
+	struct bio_ctx x = { .o = &o };
+	struct bio_attach_plan plan = {};
+	struct lh_session s;
+	char grouping[32];
+	size_t value_size;
+	int err;
+
+	err = bio_parse_args(argc, argv, &o);
+	if (err)
+		return err > 0 ? LH_EXIT_OK : LH_EXIT_USAGE;
+	if (lh_preflight(TOOL, &o.c))
+		return LH_EXIT_RUNTIME;
+	/* tp_btf needs BTF and kernel 5.5+; the tracepoints' prototypes decide the rest */
+	plan.btf = o.c.attach != LH_ATTACH_RAW_TP && lh_tp_nargs("block_rq_issue") > 0;
+	if (o.c.attach == LH_ATTACH_TP_BTF && !plan.btf) {
+		fprintf(stderr, "lathist bio: --attach tp_btf: block_rq_issue is not in this "
+			"kernel's BTF; use --attach raw_tp\n");
+		return LH_EXIT_RUNTIME;
+	}
+	plan.has_io_start = lh_tp_nargs("block_io_start") >= 1;
+	plan.issue_has_q = lh_tp_nargs("block_rq_issue") == 2;
+	plan.insert_has_q = lh_tp_nargs("block_rq_insert") == 2;
+	plan.has_merge = lh_tp_nargs("block_rq_merge") >= 1;
+	grouping_name(o.group, grouping, sizeof(grouping));
+	init_meta(&s, &o, &plan, grouping);
+	s.read_hists = read_hists;
+	s.tool = &x;
+	x.skel = bio_bpf__open();
+	if (!x.skel) {
+		fprintf(stderr, "lathist bio: cannot open the BPF object: %s\n", strerror(errno));
+		return LH_EXIT_RUNTIME;
+	}
+	value_size = configure(x.skel, &o, &plan);
+	err = bio_bpf__load(x.skel);
+	if (err) {
+		lh_load_error(TOOL, err, o.c.verbose);
+		err = LH_EXIT_RUNTIME;
+		goto cleanup;
+	}
+	s.hist_buf = &x.skel->bss->hist_buf;
+	s.enabled = &x.skel->bss->lh_enabled;
+	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
+		err = LH_EXIT_RUNTIME;
+		goto cleanup;
+	}
+	lh_session_attached(&s, plan.btf ? "block I/O latency (tp_btf)" :
+					   "block I/O latency (raw_tp)");
+	err = lh_session_run(&s) ? LH_EXIT_RUNTIME : LH_EXIT_OK;
+cleanup:
+	lh_session_free(&s);
+	bio_bpf__destroy(x.skel);
+	return err;
+}

@@ -1,0 +1,195 @@
+"""lathist bio against the kernel's own accounting (/sys/block/DEV/stat) and a workload
+that issues a known number of O_DIRECT requests of known sizes, on loop devices, with
+each scheduler the kernel offers, on both attach paths."""
+import json
+import os
+import subprocess
+import time
+
+from lh import (BIOWORK, Lathist, LoopDevice, Workload, check, run)
+
+READS, RSIZE, WRITES, WSIZE = 300, 4096, 200, 8192
+
+
+def sums(doc, name="total", **match):
+    """count and bytes of histograms `name` whose key has every field in match."""
+    count = nbytes = 0
+    for h in doc["histograms"]:
+        if h["name"] == name and all(h["key"].get(k) == v for k, v in match.items()):
+            count += h["count"]
+            nbytes += h["bytes"]
+    return count, nbytes
+
+
+def run_direct(devs, *tool_args_list):
+    """One biowork per device at once; one lathist per argument list, all attached
+    before the workloads start; returns (rows per device, stat deltas, docs)."""
+    works = [Workload("direct", d.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK) for d in devs]
+    pids = [w.start() for w in works]
+    tools = [Lathist("bio", "-f", "json", *a).start() for a in tool_args_list]
+    before = [d.stat() for d in devs]
+    for w in works:
+        w.go()
+    rows = [w.wait()[0] for w in works]
+    time.sleep(0.2)
+    after = [d.stat() for d in devs]
+    docs = []
+    for t in tools:
+        rc, out, err = t.stop()
+        check(rc == 0, f"lathist bio rc {rc}: {err}")
+        docs.append(json.loads(out))
+    deltas = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before)]
+    for r, p in zip(rows, pids):
+        check(r["pid"] == p and r["reads"] == READS and r["writes"] == WRITES, f"workload {r}")
+    return rows, deltas, docs
+
+
+def check_direct(dev, row, delta, doc):
+    pid = row["pid"]
+    # per process: every request once, bytes taken at issue (C6: never 0)
+    c, b = sums(doc, "total", pid=pid, disk=dev.name)
+    check(c == READS + WRITES, f"{dev.name}: pid {pid} total count {c}, want {READS + WRITES}")
+    check(b == READS * RSIZE + WRITES * WSIZE,
+          f"{dev.name}: pid {pid} bytes {b}, want {READS * RSIZE + WRITES * WSIZE}")
+    for op, n, size in (("read", READS, RSIZE), ("write", WRITES, WSIZE)):
+        c, b = sums(doc, "total", pid=pid, disk=dev.name, op=op)
+        check(c == n and b == n * size, f"{dev.name}: pid {pid} {op}: {c} requests {b} bytes")
+        d, _ = sums(doc, "device", pid=pid, disk=dev.name, op=op)
+        q, _ = sums(doc, "queue", pid=pid, disk=dev.name, op=op)
+        check(d == n and q == n, f"{dev.name} {op}: device {d} queue {q}, want {n} each")
+    # per disk: the kernel's own completed-request counts
+    for op, i in (("read", 0), ("write", 1)):
+        c, _ = sums(doc, "total", disk=dev.name, op=op)
+        check(c == delta[i], f"{dev.name}: {op} requests {c} vs /sys/block stat delta {delta[i]}")
+    for h in doc["histograms"]:
+        if h["key"].get("disk") == dev.name and h["count"]:
+            check(h["max_ns"] < 10e9, f"absurd latency {h['max_ns']} in {h['key']}")
+            if h["name"] != "queue":	# queue time without a scheduler can be < 1 us
+                check(h["sum_ns"] >= h["count"] * 1000,
+                      f"sub-microsecond {h['name']} mean in {h['key']}")
+
+
+def test_direct_io_every_scheduler():
+    """N O_DIRECT reads and writes: per-process count N, bytes N x size, per-disk counts
+    equal /sys/block/DEV/stat; tp_btf and raw_tp agree (C6, C12); for each scheduler."""
+    with LoopDevice() as probe:
+        scheds = [s for s in probe.schedulers() if s in ("none", "mq-deadline", "kyber", "bfq")]
+    check("none" in scheds and "mq-deadline" in scheds, f"schedulers {scheds}")
+    for sched in scheds:
+        with LoopDevice(scheduler=sched) as dev:
+            group = ["--per-process", "--per-disk", "--per-op"]
+            rows, deltas, docs = run_direct([dev], group + ["--attach", "tp_btf"],
+                                            group + ["--attach", "raw_tp"])
+            for doc, attach in zip(docs, ("tp_btf", "raw_tp")):
+                check(doc["meta"]["attach"]["block_rq_issue"] == attach, "attach type")
+                try:
+                    check_direct(dev, rows[0], deltas[0], doc)
+                except AssertionError as e:
+                    raise AssertionError(f"scheduler {sched}, {attach}: {e}") from None
+                check(doc["loss"]["lost"] == 0, f"{sched} {attach}: losses {doc['loss']}")
+
+
+def test_two_loop_devices_same_sectors():
+    """C5: the same sector numbers on two devices at once never collide."""
+    with LoopDevice() as a, LoopDevice() as b:
+        rows, deltas, docs = run_direct([a, b], ["--per-process", "--per-disk", "--per-op"])
+        for dev, row, delta in zip((a, b), rows, deltas):
+            check_direct(dev, row, delta, docs[0])
+        check(docs[0]["loss"]["overwritten_start"] == 0, f"losses {docs[0]['loss']}")
+
+
+def test_disk_and_pid_filters():
+    """--disk keeps one device; -p keeps one submitter; totals without grouping."""
+    with LoopDevice() as a, LoopDevice() as b:
+        works = [Workload("direct", d.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK)
+                 for d in (a, b)]
+        pids = [w.start() for w in works]
+        by_disk = Lathist("bio", "-f", "json", "--disk", a.name, "--per-process").start()
+        by_pid = Lathist("bio", "-f", "json", "-p", str(pids[1])).start()
+        for w in works:
+            w.go()
+        for w in works:
+            w.wait()
+        docs = [json.loads(t.stop()[1]) for t in (by_disk, by_pid)]
+    procs = {h["key"]["pid"] for h in docs[0]["histograms"]}
+    check(pids[0] in procs and pids[1] not in procs, f"--disk {a.name}: processes {procs}")
+    c, b = sums(docs[0], "total", pid=pids[0])
+    check(c == READS + WRITES, f"--disk: {c} requests")
+    c, b = sums(docs[1], "total")
+    check(c == READS + WRITES and b == READS * RSIZE + WRITES * WSIZE,
+          f"-p: {c} requests, {b} bytes")
+    check(all(h["key"] == {} for h in docs[1]["histograms"]), "total grouping has keys")
+    check(docs[1]["meta"]["filters"]["pid"] == pids[1], "filters in meta")
+    check(docs[1]["loss"]["filtered"] >= READS + WRITES, f"filtered {docs[1]['loss']}")
+
+
+def test_buffered_writes_go_to_the_flusher():
+    """C11: buffered writes flushed by sync are attributed to whoever flushed them
+    (the sync process or a writeback worker), never to the writer; direct writes are
+    the writer's (test_direct_io_every_scheduler)."""
+    size, count = 65536, 64
+    with LoopDevice() as dev:
+        # the last close of a block device writes its dirty pages back in the closing
+        # task; holding it open here keeps the writer's close from being the last
+        holder = os.open(dev.dev, os.O_RDONLY)
+        work = Workload("buffered", dev.dev, size, count, exe=BIOWORK)
+        pid = work.start()
+        tool = Lathist("bio", "-f", "json", "--disk", dev.name, "--per-process",
+                       "--per-op").start()
+        work.go()
+        work.wait()
+        subprocess.run(["sync"], check=True)
+        time.sleep(0.2)
+        rc, out, err = tool.stop()
+        os.close(holder)
+    check(rc == 0, err)
+    doc = json.loads(out)
+    c, _ = sums(doc, "total", pid=pid, op="write")
+    check(c == 0, f"the writer {pid} was charged {c} write requests it did not submit")
+    writers = {}
+    for h in doc["histograms"]:
+        if h["name"] == "total" and h["key"]["op"] == "write":
+            writers[(h["key"]["pid"], h["key"]["comm"])] = h["bytes"]
+    check(sum(writers.values()) >= size * count,
+          f"flushed bytes {sum(writers.values())} < written {size * count}: {writers}")
+    check(all(comm == "sync" or comm.startswith("kworker") for _, comm in writers),
+          f"flushers: {writers}")
+
+
+def test_interval_and_text():
+    """-i: intervals add up; text has the three tables, bytes and the loss footer."""
+    with LoopDevice() as dev:
+        work = Workload("direct", dev.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK)
+        pid = work.start()
+        tool = Lathist("bio", "-f", "json", "-i", "0.1", "-p", str(pid)).start()
+        work.go()
+        work.wait()
+        time.sleep(0.2)
+        rc, out, err = tool.stop()
+        docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+        check(len(docs) >= 2, f"{len(docs)} intervals")
+        c = sum(sums(d, "total")[0] for d in docs)
+        check(c == READS + WRITES, f"intervals add to {c}")
+        rc, out, err = run("bio", "-d", "0.5", "--per-disk", "--disk", dev.name)
+        check(rc == 0, err)
+        for needle in ("lathist bio: kernel", "attach: block_io_start=tp_btf", "events and losses",
+                       "no_queue_stage", "completed_unissued"):
+            check(needle in out, f"{needle!r} missing:\n{out}")
+
+
+BAD = [
+    (["--disk", "nosuchdisk0"], "no such block device"),
+    (["--disk", "../vda"], "no such block device"),
+    (["--max-requests", "0"], "--max-requests"),
+    (["--per-thread"], "unknown option '--per-thread'"),
+    (["-p", "999999999"], "no such process"),
+    (["--precision", "9"], "0 to 5"),
+    (["extra"], "unexpected argument"),
+]
+
+
+def test_bad_input():
+    for args, needle in BAD:
+        rc, out, err = run("bio", *args)
+        check(rc == 2 and needle in err and len(err.strip().splitlines()) == 1 and not out,
+              f"{args}: rc {rc} stderr {err!r}")

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Block I/O workload with known requests. Prints "ready PID", waits for a line
+ * on stdin, runs, prints one JSON line with what it did, then "done".
+ *
+ *   biowork direct DEV NREADS RSIZE NWRITES WSIZE
+ *       O_DIRECT, one request at a time (so none merge): NREADS reads of RSIZE
+ *       bytes and NWRITES writes of WSIZE bytes, alternating, at offsets that
+ *       restart at 0 (the same sectors on every device)
+ *   biowork buffered DEV SIZE COUNT
+ *       COUNT buffered writes of SIZE bytes, no fsync: the kernel flushes them later
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void wait_go(void)
+{
+	char buf[16];
+
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		exit(1);
+}
+
+static int run_direct(const char *dev, long nr, long rsize, long nw, long wsize)
+{
+	long max = rsize > wsize ? rsize : wsize, r = 0, w = 0;
+	void *buf;
+	int fd;
+
+	if (posix_memalign(&buf, 4096, (size_t)max))
+		return 1;
+	memset(buf, 0x5a, (size_t)max);
+	fd = open(dev, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		fprintf(stderr, "biowork: %s: %s\n", dev, strerror(errno));
+		return 1;
+	}
+	wait_go();
+	for (long i = 0; r < nr || w < nw; i++) {
+		if ((i % 2 == 0 && r < nr) || w >= nw) {
+			if (pread(fd, buf, (size_t)rsize, (off_t)(r * rsize)) != rsize)
+				return 1;
+			r++;
+		} else {
+			if (pwrite(fd, buf, (size_t)wsize, (off_t)(w * wsize)) != wsize)
+				return 1;
+			w++;
+		}
+	}
+	close(fd);
+	printf("{\"pid\":%d,\"reads\":%ld,\"read_bytes\":%ld,\"writes\":%ld,\"write_bytes\":%ld}\n",
+	       getpid(), r, r * rsize, w, w * wsize);
+	return 0;
+}
+
+static int run_buffered(const char *dev, long size, long count)
+{
+	char *buf = malloc((size_t)size);
+	int fd;
+
+	if (!buf)
+		return 1;
+	memset(buf, 0xa5, (size_t)size);
+	fd = open(dev, O_WRONLY);
+	if (fd < 0)
+		return 1;
+	wait_go();
+	for (long i = 0; i < count; i++)
+		if (write(fd, buf, (size_t)size) != size)
+			return 1;
+	close(fd);	/* no fsync: the data stays dirty in the page cache */
+	printf("{\"pid\":%d,\"writes\":%ld,\"write_bytes\":%ld}\n", getpid(), count, count * size);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = 2;
+
+	if (argc == 7 && !strcmp(argv[1], "direct"))
+		rc = run_direct(argv[2], atol(argv[3]), atol(argv[4]), atol(argv[5]), atol(argv[6]));
+	else if (argc == 5 && !strcmp(argv[1], "buffered"))
+		rc = run_buffered(argv[2], atol(argv[3]), atol(argv[4]));
+	else
+		fprintf(stderr, "usage: biowork direct DEV NREADS RSIZE NWRITES WSIZE | "
+			"buffered DEV SIZE COUNT\n");
+	if (rc == 0)
+		printf("done\n");
+	fflush(stdout);
+	return rc;
+}
