@@ -58,7 +58,7 @@ run: deps
 # ---- tests ----
 UNIT_TESTS := test_hist test_util test_opts test_counters
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
-WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork
+WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth
 
 $(OUT)/tests:
 	@mkdir -p $@
@@ -68,6 +68,16 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) $(TOOL_OBJS) $(HEADERS) | $
 
 $(OUT)/tests/%: tests/workload/%.c | $(OUT)/tests
 	$(CC) -O2 -g -Wall -Wextra -std=gnu11 -D_GNU_SOURCE $< -lpthread -o $@
+
+# BPF test helpers and the synthetic-request runner (C10)
+$(OUT)/tests/fakerq.bpf.o: tests/bpf/fakerq.bpf.c | $(OUT)/tests
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/tests/fakerq.skel.h: $(OUT)/tests/fakerq.bpf.o
+	$(BPFTOOL) gen skeleton $< name fakerq_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/tests/bio_synth: tests/bpf/bio_synth.c $(OUT)/tests/fakerq.skel.h $(OUT)/bio.skel.h
+	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(LIBS) -o $@
 
 unit: lathist $(UNIT_BINS)
 integration: lathist $(WORKLOADS)

@@ -193,3 +193,26 @@ def test_bad_input():
         rc, out, err = run("bio", *args)
         check(rc == 2 and needle in err and len(err.strip().splitlines()) == 1 and not out,
               f"{args}: rc {rc} stderr {err!r}")
+
+
+def test_partial_completion_and_pointer_reuse():
+    """C10, on the real bio programs run with BPF_PROG_TEST_RUN against a fake struct
+    request in kernel memory (loop devices never complete a request in chunks): a
+    request completed in two chunks counts once with all its bytes; a pointer reused
+    right after completion, or after a merge, never pairs with the old start."""
+    import os
+    exe = os.path.join(os.path.dirname(BIOWORK), "bio_synth")
+    p = subprocess.run([exe], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"bio_synth: {p.stderr}")
+    steps = {s["step"]: s for s in map(json.loads, p.stdout.splitlines())}
+    s = steps["first_chunk"]
+    check(s["partial"] == 1 and s["events"] == 0 and s["total_count"] == 0, f"first chunk {s}")
+    s = steps["second_chunk"]
+    check(s["events"] == 1 and s["total_count"] == 1 and s["total_bytes"] == 8192, f"done {s}")
+    s = steps["reused"]
+    check(s["total_count"] == 2 and s["overwritten"] == 0 and s["lost"] == 0, f"reused {s}")
+    s = steps["reused_after_merge"]
+    check(s["total_count"] == 3 and s["merged"] == 1 and s["lost"] == 0, f"after merge {s}")
+    check(s["total_max_ns"] < 50_000_000, f"paired with the old start: max {s['total_max_ns']} ns")
+    s = steps["merged_then_unknown_completion"]
+    check(s["merged"] == 2 and s["before_trace"] == 1 and s["total_count"] == 3, f"merge {s}")
