@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Benchmark baseline: empty tp_btf programs on the tracepoints lathist runq uses. */
+/* Benchmark baseline: empty tp_btf programs on the tracepoints lathist uses. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -18,6 +18,24 @@ int BPF_PROG(empty_wakeup_new, struct task_struct *p)
 
 SEC("tp_btf/sched_switch")
 int empty_switch(u64 *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(empty_io_start, struct request *rq)
+{
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(empty_rq_issue, struct request *rq)
+{
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(empty_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
 	return 0;
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Attach bench/empty.bpf.c, print "attached", wait for SIGINT/SIGTERM. */
+/* Attach bench/empty.bpf.c's sched or block programs, print "attached", wait for a signal. */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <stdbool.h>
 #include <unistd.h>
 #include "empty.skel.h"
 
@@ -13,11 +15,20 @@ static void on_signal(int sig)
 	done = 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	struct empty_bpf *skel = empty_bpf__open_and_load();
+	struct empty_bpf *skel = empty_bpf__open();
+	bool block = argc > 1 && !strcmp(argv[1], "block");
 
-	if (!skel || empty_bpf__attach(skel)) {
+	if (!skel)
+		return 1;
+	bpf_program__set_autoload(skel->progs.empty_wakeup, !block);
+	bpf_program__set_autoload(skel->progs.empty_wakeup_new, !block);
+	bpf_program__set_autoload(skel->progs.empty_switch, !block);
+	bpf_program__set_autoload(skel->progs.empty_io_start, block);
+	bpf_program__set_autoload(skel->progs.empty_rq_issue, block);
+	bpf_program__set_autoload(skel->progs.empty_rq_complete, block);
+	if (empty_bpf__load(skel) || empty_bpf__attach(skel)) {
 		fprintf(stderr, "empty: cannot load or attach\n");
 		return 1;
 	}

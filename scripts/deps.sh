@@ -7,7 +7,7 @@ set -euo pipefail
 level=${1:-build}
 build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev)
 test_pkgs=(libcmocka-dev python3 util-linux procps)
-bench_pkgs=(bpftrace linux-perf)
+bench_pkgs=(bpftrace linux-perf fio)
 
 want=("${build_pkgs[@]}")
 case "$level" in

@@ -1,0 +1,88 @@
+"""Shared pieces of the lathist benchmarks: tracers in the background, bpf_stats."""
+import json
+import os
+import re
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHIST = os.path.join(ROOT, "lathist")
+EMPTY = os.path.join(ROOT, "build", "bench", "empty")
+LOOPS = int(os.environ.get("LOOPS", "200000"))
+ROUNDS = int(os.environ.get("ROUNDS", "7"))
+
+
+def ctxt():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("ctxt "):
+                return int(line.split()[1])
+    return 0
+
+
+def pipe_bench(pinned=True, loops=LOOPS):
+    """Run perf bench sched pipe; returns (seconds, context switches system-wide)."""
+    cmd = ["perf", "bench", "sched", "pipe", "-l", str(loops)]
+    if pinned:
+        cmd = ["taskset", "-c", "1"] + cmd
+    c0 = ctxt()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    c1 = ctxt()
+    return float(re.search(r"Total time:\s+([\d.]+)", out).group(1)), c1 - c0
+
+
+class Tracer:
+    """A tracer in the background, started once it says it is attached."""
+
+    def __init__(self, cmd, ready, stream="stderr", settle=0.0):
+        self.cmd, self.ready, self.stream, self.settle = cmd, ready, stream, settle
+
+    def __enter__(self):
+        self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        pipe = self.p.stderr if self.stream == "stderr" else self.p.stdout
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = pipe.readline()
+            if not line:
+                raise RuntimeError(f"{self.cmd[0]} ended before attaching: "
+                                   f"{self.p.stderr.read()}")
+            if self.ready in line:
+                break
+        time.sleep(self.settle)
+        return self
+
+    def __exit__(self, *exc):
+        self.p.send_signal(2)
+        try:
+            self.p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.communicate()
+
+
+def prog_stats(tracers, load, prefixes):
+    """run_time_ns / run_cnt of programs whose name starts with one of prefixes, with
+    kernel.bpf_stats_enabled=1 while tracers run and load() runs."""
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        old = f.read().strip()
+    subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
+    try:
+        entered = []
+        try:
+            for t in tracers:
+                entered.append(t.__enter__())
+            load()
+            progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
+                                              capture_output=True, text=True).stdout)
+        finally:
+            for t in reversed(entered):
+                t.__exit__(None, None, None)
+    finally:
+        subprocess.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={old}"], check=True)
+    print("\nPer program (kernel.bpf_stats_enabled=1, which adds ~60 ns to every run):")
+    print(f"  {'program':24} {'runs':>10} {'ns/run':>8}")
+    for p in sorted(progs, key=lambda p: p.get("name", "")):
+        name = p.get("name", "")
+        if name.startswith(tuple(prefixes)) and p.get("run_cnt"):
+            print(f"  {name:24} {p['run_cnt']:10d} {p['run_time_ns'] / p['run_cnt']:8.0f}")
