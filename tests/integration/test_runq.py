@@ -338,8 +338,9 @@ def test_precision_and_units():
         scheme = doc["meta"]["hist_scheme"]
         check(scheme["precision"] == prec and scheme["unit_ns"] == unit_ns, f"scheme {scheme}")
         tasks = by_id(per_task(doc))
+        budget = LossBudget(doc)
         for r in rows:
-            check(0 <= tasks[r["tid"]]["count"] - r["pcount"] <= COUNT_SLACK, "count")
+            budget.check(tasks[r["tid"]]["count"], r["pcount"], f"p{prec} {unit} tid {r['tid']}")
         for h in doc["histograms"]:
             for s in h["slots"]:
                 lo, hi = s["lo_ns"] // unit_ns, s["hi_ns"] // unit_ns

@@ -233,8 +233,18 @@ static int run_reuse(int n)
 		int status;
 
 		if (!want) {
-			/* find a free pid near ours */
-			for (pid_t cand = getpid() + 500; cand < getpid() + 20000; cand++) {
+			/* find a free pid near ours, within [300, pid_max) */
+			long max = 32768;
+			FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+
+			if (f) {
+				if (fscanf(f, "%ld", &max) != 1)
+					max = 32768;
+				fclose(f);
+			}
+			for (long i = 0; i < 20000; i++) {
+				pid_t cand = (pid_t)(300 + (getpid() + 500 + i - 300) % (max - 300));
+
 				pid = clone_with_tid(cand);
 				if (pid >= 0 || errno != EEXIST)
 					break;
