@@ -38,6 +38,7 @@ def unit_tests(selected):
 
 
 def integration_tests(selected):
+    import lh
     results = []
     for path in sorted(glob.glob(os.path.join(HERE, "integration", "test_*.py"))):
         mod = importlib.import_module(os.path.basename(path)[:-3])
@@ -51,6 +52,8 @@ def integration_tests(selected):
                 results.append((full, True, f"{time.monotonic() - t0:.1f}s"))
             except Exception:
                 results.append((full, False, traceback.format_exc()))
+            finally:
+                lh.cleanup()
             ok = results[-1][1]
             print(f"{'ok  ' if ok else 'FAIL'} {full} ({time.monotonic() - t0:.1f}s)", flush=True)
             if not ok:

@@ -41,6 +41,21 @@ def _readline(stream, timeout, what):
     raise TestFailure(f"timed out waiting for {what} (got {buf!r})")
 
 
+_running = []
+
+
+def cleanup():
+    """Stop every background process a test started and left running (after a failure)."""
+    while _running:
+        p = _running.pop()
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.communicate(timeout=30)
+            except Exception:
+                pass
+
+
 class Lathist:
     """lathist VERB ARGS in the background; start() returns once it prints 'Tracing'."""
 
@@ -51,6 +66,7 @@ class Lathist:
 
     def start(self, timeout=60):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _running.append(self.proc)
         while True:
             line = _readline(self.proc.stderr, timeout, "'Tracing' from " + " ".join(self.args))
             self.stderr_head += line
@@ -85,6 +101,7 @@ class Workload:
     def start(self):
         self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
+        _running.append(self.proc)
         line = _readline(self.proc.stdout, 30, "workload ready")
         check(line.startswith("ready "), f"workload said {line!r}")
         self.pid = int(line.split()[1])
