@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "bio_cli.h"
 #include "runq_cli.h"
+#include <dirent.h>
 
 #define ARGS(...) (char *[]){ "runq", __VA_ARGS__, NULL }
 #define NARGS(...) (int)(sizeof((char *[]){ "runq", __VA_ARGS__ }) / sizeof(char *))
@@ -82,12 +84,65 @@ static void test_bad_values(void **state)
 	assert_int_equal(PARSE(&o, "-o", "/nonexistent-lathist/out.json"), -EINVAL);
 }
 
+#define BARGS(...) (char *[]){ "bio", __VA_ARGS__, NULL }
+#define BPARSE(o, ...) bio_parse_args(NARGS(__VA_ARGS__), BARGS(__VA_ARGS__), o)
+
+/* Any block device of this machine, from /sys/class/block. */
+static const char *some_disk(void)
+{
+	static char name[256];
+	DIR *d = opendir("/sys/class/block");
+	struct dirent *e;
+
+	name[0] = 0;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(name, sizeof(name), "%s", e->d_name);
+			break;
+		}
+	if (d)
+		closedir(d);
+	return name;
+}
+
+static void test_bio_options(void **state)
+{
+	struct bio_opts o;
+	const char *disk = some_disk();
+	char name[64];
+	uint32_t dev;
+	(void)state;
+	assert_int_equal(BPARSE(&o, "--per-process", "--per-op", "-u", "ms"), 0);
+	assert_int_equal(o.group, BIO_GROUP_PROCESS | BIO_GROUP_OP);
+	assert_true(o.c.unit_ns == 1000000);
+	assert_int_equal(o.max_requests, 16384);
+	assert_int_equal(BPARSE(&o, "--per-disk", "--max-requests", "100"), 0);
+	assert_int_equal(o.group, BIO_GROUP_DISK);
+	assert_int_equal(o.max_requests, 100);
+	assert_int_equal(BPARSE(&o, "--disk", "no-such-disk"), -EINVAL);
+	assert_int_equal(BPARSE(&o, "--disk", "../../etc"), -EINVAL);
+	assert_int_equal(BPARSE(&o, "--max-requests", "0"), -EINVAL);
+	assert_int_equal(BPARSE(&o, "--per-thread"), -EINVAL);
+	assert_int_equal(BPARSE(&o, "-t", "1"), -EINVAL);
+	if (disk[0]) {
+		/* name -> dev_t -> name round trip through /sys */
+		assert_int_equal(BPARSE(&o, "--disk", (char *)disk), 0);
+		assert_int_equal(bio_dev_of(disk, &dev), 0);
+		assert_int_equal(o.dev, dev);
+		bio_dev_name(dev, name, sizeof(name));
+		assert_string_equal(name, disk);
+	}
+	bio_dev_name((4095U << 20) | 7, name, sizeof(name));
+	assert_string_equal(name, "4095:7");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_bio_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
