@@ -25,22 +25,6 @@ static int key_cmp(const struct lh_key *a, const struct lh_key *b)
 	return strcmp(a->comm, b->comm);
 }
 
-/* comm is a label, not identity: two keys that differ only in comm are the same task */
-static bool key_same(const struct lh_key *a, const struct lh_key *b)
-{
-	return a->fields == b->fields && a->pid == b->pid && a->tid == b->tid &&
-	       a->cpu == b->cpu && a->birth_ns == b->birth_ns &&
-	       !strcmp(a->disk, b->disk) && !strcmp(a->op, b->op);
-}
-
-struct lh_hist *lh_report_find(struct lh_report *r, const char *name, const struct lh_key *key)
-{
-	for (size_t i = 0; i < r->nhists; i++)
-		if (!strcmp(r->hists[i].name, name) && key_same(&r->hists[i].key, key))
-			return &r->hists[i];
-	return NULL;
-}
-
 struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const struct lh_key *key)
 {
 	struct lh_hist *h;

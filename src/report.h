@@ -74,8 +74,6 @@ struct lh_report {
 
 /* Append a zeroed histogram (takes the scheme from meta); NULL on ENOMEM. */
 struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const struct lh_key *key);
-/* Find the histogram with this name and key, or NULL. */
-struct lh_hist *lh_report_find(struct lh_report *r, const char *name, const struct lh_key *key);
 /* Sort histograms by meta.kinds order, then key. */
 void lh_report_sort(struct lh_report *r);
 /* Free histograms; meta stays. */

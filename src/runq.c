@@ -6,12 +6,9 @@
  * loop (flip buffer, read, render) -> cleanup.
  */
 #include <errno.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <stddef.h>
 #include <bpf/bpf.h>
