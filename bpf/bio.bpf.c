@@ -128,7 +128,8 @@ static __always_inline struct bio_req *req_start(struct request *rq, __u64 now, 
 
 static __always_inline int on_create(struct request *rq)
 {
-	struct lh_counters *c = lh_counters();
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return 0;
@@ -139,9 +140,10 @@ static __always_inline int on_create(struct request *rq)
 
 static __always_inline int on_issue(struct request *rq)
 {
-	struct lh_counters *c = lh_counters();
 	__u64 key = (__u64)rq, now;
 	struct bio_req *r;
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return 0;
@@ -165,13 +167,13 @@ static __always_inline int on_issue(struct request *rq)
 }
 
 static __always_inline void hist_add(struct bio_req *r, __u8 kind, __u64 delta,
-				     struct lh_counters *c)
+				     struct lh_counters *c, __u32 buf)
 {
 	struct bio_hist_key key = {};
 	struct lh_hist_head *h;
 
 	key.kind = kind;
-	key.buf = hist_buf & 1;
+	key.buf = buf;
 	if (group & BIO_GROUP_PROCESS) {
 		key.tgid = r->tgid;
 		key.birth_ns = r->birth_ns;
@@ -191,9 +193,10 @@ static __always_inline void hist_add(struct bio_req *r, __u8 kind, __u64 delta,
 
 static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes)
 {
-	struct lh_counters *c = lh_counters();
 	__u64 key = (__u64)rq, now, dev_ns, queue_ns = 0, total_ns;
 	struct bio_req *r;
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return 0;
@@ -223,7 +226,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		if (!lh_delta(c, r->created_ns, now, &total_ns))
 			goto out;
 		c->v[LH_EV_PAIRED]++;
-		hist_add(r, BIO_TOTAL, total_ns, c);
+		hist_add(r, BIO_TOTAL, total_ns, c, buf);
 		goto out;
 	}
 	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
@@ -233,11 +236,11 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		if (!lh_delta(c, r->created_ns, r->issued_ns, &queue_ns))
 			goto out;
 		total_ns += queue_ns;
-		hist_add(r, BIO_QUEUE, queue_ns, c);
+		hist_add(r, BIO_QUEUE, queue_ns, c, buf);
 	}
 	c->v[LH_EV_PAIRED]++;
-	hist_add(r, BIO_DEVICE, dev_ns, c);
-	hist_add(r, BIO_TOTAL, total_ns, c);
+	hist_add(r, BIO_DEVICE, dev_ns, c, buf);
+	hist_add(r, BIO_TOTAL, total_ns, c, buf);
 out:
 	/* request structs are reused: a later request must not find this one */
 	bpf_map_delete_elem(&bio_requests, &key);
@@ -247,8 +250,9 @@ out:
 /* A request merged into another before issue is freed without a completion. */
 static __always_inline int on_merge(struct request *rq)
 {
-	struct lh_counters *c = lh_counters();
 	__u64 key = (__u64)rq;
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return 0;

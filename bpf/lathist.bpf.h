@@ -27,14 +27,19 @@ const volatile __u64 hist_unit_ns = 1000;	/* slot values are delta / unit */
 /* Set by the loader once every program is attached: events before that would
  * see only part of the picture (a wakeup without its switch, or the reverse). */
 volatile bool lh_enabled;
+/* CLOCK_MONOTONIC ns when lh_enabled was set: a task born later cannot have a
+ * wait that began before tracing. */
+volatile __u64 lh_start_ns;
 
 /* Interval double buffer: the loader flips it, waits an RCU grace period and
  * reads the other half, so no increment lands in a half being read. */
 volatile __u32 hist_buf;
 
+/* One set of counters per interval buffer, so that an interval's counters and
+ * histograms hold exactly the same events. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct lh_counters);
 } lathist_counters SEC(".maps");
@@ -47,14 +52,20 @@ struct {
 	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
 } lathist_zero_hist SEC(".maps");
 
-/* This CPU's counters; NULL until tracing is fully enabled. */
-static __always_inline struct lh_counters *lh_counters(void)
+/*
+ * This CPU's counters for the current interval buffer, whose index goes to
+ * *buf: an event's counters and histogram use that one index. NULL until
+ * tracing is fully enabled.
+ */
+static __always_inline struct lh_counters *lh_counters(__u32 *buf)
 {
-	__u32 zero = 0;
+	__u32 b;
 
 	if (!lh_enabled)
 		return NULL;
-	return bpf_map_lookup_elem(&lathist_counters, &zero);
+	b = hist_buf & 1;
+	*buf = b;
+	return bpf_map_lookup_elem(&lathist_counters, &b);
 }
 
 /* Count a failed map update by errno class: base is the E2BIG class,

@@ -134,9 +134,9 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 
 static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 {
-	struct lh_counters *c = lh_counters();
 	struct runq_start *s;
-	__u32 tid, tgid;
+	__u32 tid, tgid, buf;
+	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return 0;
@@ -173,12 +173,11 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 
 static __always_inline void hist_record(struct task_struct *t, __u32 tid, __u32 tgid,
 					__u32 kind, __u64 delta, bool btf,
-					struct lh_counters *c)
+					struct lh_counters *c, __u32 buf)
 {
 	struct runq_hist_key key = {};
 	struct lh_hist_head *h;
 	struct task_struct *leader;
-	__u32 buf = hist_buf & 1;
 
 	if (group == RUNQ_GROUP_TOTAL || group == RUNQ_GROUP_CPU) {
 		__u32 idx = (kind - 1) + RUNQ_NR_HISTS * buf;
@@ -226,8 +225,17 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	if (!switch_has_prev_state)
 		prev_state = task_state(prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
-	if (!runnable)		/* going to sleep: its wakeup starts the next wait */
+	if (!runnable) {
+		/* going to sleep: its wakeup starts the next wait. A start still here
+		 * means its switch-in was never seen (missed events): drop it, counted,
+		 * rather than let a later wakeup keep it */
+		s = start_get(prev, tid, btf, false, c);
+		if (s && s->ts) {
+			c->v[LH_LOSS_OVERWRITTEN]++;
+			s->ts = 0;
+		}
 		return 0;
+	}
 	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, tid, tgid)) {
 		c->v[LH_EV_FILTERED]++;
@@ -247,7 +255,7 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 
 /* next gets the CPU: the end of its wait. */
 static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bool btf,
-					 struct lh_counters *c)
+					 struct lh_counters *c, __u32 buf)
 {
 	struct runq_start *s;
 	__u32 tid, tgid, kind;
@@ -270,7 +278,12 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 	}
 	c->v[LH_EV_ENDS]++;
 	if (!s) {
-		c->v[LH_EV_BEFORE_TRACE]++;
+		/* never seen since tracing began: waiting since before, unless the task
+		 * is younger than the trace (then its wakeup_new was missed) */
+		if (TREAD(btf, next, start_time) > lh_start_ns)
+			c->v[LH_LOSS_UNPAIRED]++;
+		else
+			c->v[LH_EV_BEFORE_TRACE]++;
 		return;
 	}
 	ts = s->ts;
@@ -285,20 +298,21 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 	if (!lh_delta(c, ts, now, &delta))
 		return;
 	c->v[LH_EV_PAIRED]++;
-	hist_record(next, tid, tgid, kind, delta, btf, c);
+	hist_record(next, tid, tgid, kind, delta, btf, c, buf);
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state,
 				     bool btf)
 {
-	struct lh_counters *c = lh_counters();
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
 	__u64 now;
 
 	if (!c)
 		return 0;
 	now = on_switch_out(preempt, prev, prev_state, btf, c);
-	on_switch_in(next, now, btf, c);
+	on_switch_in(next, now, btf, c, buf);
 	return 0;
 }
 
@@ -344,14 +358,37 @@ int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
 			 prev_state, false);
 }
 
-/* raw_tp only: task storage frees itself with the task, the pid hash does not. */
+/*
+ * A task exits while running, so a start still recorded means its switch-in
+ * was never seen (missed events): count it. raw_tp also frees the pid entry
+ * (task storage frees itself with the task).
+ */
+static __always_inline int on_exit(struct task_struct *p, bool btf)
+{
+	__u32 tid = TREAD(btf, p, pid), buf;
+	struct lh_counters *c = lh_counters(&buf);
+	struct runq_start *s;
+
+	if (c && tid) {
+		s = start_get(p, tid, btf, false, c);
+		if (s && s->ts)
+			c->v[LH_LOSS_OVERWRITTEN]++;
+	}
+	if (!btf)
+		bpf_map_delete_elem(&runq_pid_start, &tid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(runq_exit_btf, struct task_struct *p)
+{
+	return on_exit(p, true);
+}
+
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(runq_exit_raw, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-
-	bpf_map_delete_elem(&runq_pid_start, &tid);
-	return 0;
+	return on_exit(p, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

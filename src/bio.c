@@ -332,6 +332,7 @@ int bio_main(int argc, char **argv)
 	}
 	s.hist_buf = &x.skel->bss->hist_buf;
 	s.enabled = &x.skel->bss->lh_enabled;
+	s.start_ns = &x.skel->bss->lh_start_ns;
 	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;

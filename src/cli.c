@@ -21,8 +21,10 @@ const char lh_common_help[] =
 	"  -p, --pid PID          only tasks of process PID\n"
 	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or\n"
 	"                         relative to the cgroup2 mount)\n"
+	"                         (-p and --cgroup: in bio, the task that submitted the I/O)\n"
 	"  -f, --format FMT       text (default) or json (schema lathist/1)\n"
-	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
+	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
+	"                         owner) instead of stdout; - is stdout\n"
 	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
 	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
 	"                         (default 10240; overflow is counted as hist_map_full)\n"
@@ -50,8 +52,7 @@ void lh_common_defaults(struct lh_common_opts *o)
 	o->max_keys = 10240;
 }
 
-/* Tgid of a task id from /proc, or -ESRCH. */
-static long proc_tgid(uint32_t id)
+long lh_tgid_of(uint32_t id)
 {
 	char path[64], line[256];
 	long tgid = -ESRCH;
@@ -122,7 +123,7 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 		lh_usage_error(tool, "-p '%s': not a process id; give a positive number", arg);
 		return -EINVAL;
 	}
-	tgid = proc_tgid(o->pid);
+	tgid = lh_tgid_of(o->pid);
 	if (tgid < 0) {
 		lh_usage_error(tool, "-p %u: no such process; give the PID of a running process",
 			       o->pid);
@@ -157,8 +158,13 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 
 static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
 {
-	int err = lh_output_check(arg);
+	int err;
 
+	if (!strcmp(arg, "-")) {	/* the usual name for standard output */
+		o->output = NULL;
+		return 0;
+	}
+	err = lh_output_check(arg);
 	if (!err) {
 		o->output = arg;
 		return 0;
@@ -166,6 +172,9 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 	if (err == -ELOOP)
 		lh_usage_error(tool, "-o '%s': is a symbolic link; lathist never writes through "
 			       "one, give the real path", arg);
+	else if (err == -EINVAL)
+		lh_usage_error(tool, "-o '%s': is not a regular file (a device, FIFO or socket); "
+			       "give a file path, or - for standard output", arg);
 	else
 		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
 			       "folder", arg, strerror(-err));
@@ -174,10 +183,18 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)
 {
+	int err;
+
 	switch (opt) {
 	case 'd':
-		if (lh_parse_duration(arg, false, &o->duration_ns)) {
-			lh_usage_error(tool, "-d '%s': not a duration; give seconds, e.g. 5 or 0.5 or 250ms", arg);
+		err = lh_parse_duration(arg, false, &o->duration_ns);
+		if (err == -ERANGE || (!err && o->duration_ns > 10000000ULL * 1000000000ULL)) {
+			lh_usage_error(tool, "-d '%s': too long; give at most 10000000 seconds", arg);
+			return -EINVAL;
+		}
+		if (err || o->duration_ns < 1000000) {
+			lh_usage_error(tool, "-d '%s': not a duration; give seconds (at least 0.001), "
+				       "e.g. 5 or 0.5 or 250ms", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -195,8 +212,10 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->unit = o->unit_ns == 1 ? "ns" : o->unit_ns == 1000 ? "us" : "ms";
 		return 0;
 	case LH_OPT_PRECISION:
-		if (lh_parse_u32(arg, 0, LH_MAX_PRECISION, &o->precision)) {
-			lh_usage_error(tool, "--precision '%s': out of range; give 0 to %d", arg,
+		err = lh_parse_u32(arg, 0, LH_MAX_PRECISION, &o->precision);
+		if (err) {
+			lh_usage_error(tool, "--precision '%s': %s; give 0 to %d", arg,
+				       err == -ERANGE ? "out of range" : "not a whole number",
 				       LH_MAX_PRECISION);
 			return -EINVAL;
 		}

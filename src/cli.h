@@ -72,6 +72,9 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool);
 /* Print a usage error "lathist TOOL: ..." to stderr. */
 void lh_usage_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Process (tgid) of a task id from /proc/ID/status, or -ESRCH. */
+long lh_tgid_of(uint32_t id);
+
 /* Where cgroup2 is mounted (first in /proc/self/mounts); -ENOENT when nowhere. */
 int lh_cgroup2_mount(char *mnt, size_t len);
 

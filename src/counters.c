@@ -56,6 +56,17 @@ void lh_counters_sum(uint64_t out[LH_NR_COUNTERS], const struct lh_counters *per
 	}
 }
 
+const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len)
+{
+	double pct = whole ? 100.0 * (double)part / (double)whole : 0.0;
+
+	if (part && pct < 0.005)
+		snprintf(buf, len, "<0.01%%");
+	else
+		snprintf(buf, len, "%.2f%%", pct);
+	return buf;
+}
+
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS])
 {
 	uint64_t lost = 0;
@@ -77,8 +88,11 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 		if (!infos[i].loss || !v[i])
 			continue;
 		if (events) {
-			if (asprintf(&r, "%s: %llu (%.2f%% of events)", infos[i].name,
-				     (unsigned long long)v[i], 100.0 * (double)v[i] / (double)events) < 0)
+			char share[16];
+
+			if (asprintf(&r, "%s: %llu (%s of events)", infos[i].name,
+				     (unsigned long long)v[i],
+				     lh_share(v[i], events, share, sizeof(share))) < 0)
 				r = NULL;
 		} else if (asprintf(&r, "%s: %llu", infos[i].name, (unsigned long long)v[i]) < 0) {
 			r = NULL;

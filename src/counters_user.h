@@ -24,6 +24,9 @@ const struct lh_counter_info *lh_counter_info(int i);
 /* Sum ncpus per-CPU copies (each struct lh_counters) into out (saturating). */
 void lh_counters_sum(uint64_t out[LH_NR_COUNTERS], const struct lh_counters *percpu, int ncpus);
 
+/* part as a share of whole: "12.34%", "<0.01%" for a tiny non-zero part, "0.00%". */
+const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len);
+
 /* Sum of all loss classes. */
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
 

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hist.h"
 
 const struct lh_percentile lh_percentiles[LH_NR_PERCENTILES] = {
-	{ "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 }, { "p99.9", 0.999 },
+	{ "p50", 500 }, { "p90", 900 }, { "p99", 990 }, { "p99.9", 999 },
 };
 
 uint64_t lh_slot_lo(uint32_t i, uint32_t p)
@@ -79,15 +78,13 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
 	return 0;
 }
 
-int lh_hist_quantile_slot(const struct lh_hist *h, double q)
+int lh_hist_quantile_slot(const struct lh_hist *h, unsigned int permille)
 {
 	uint64_t rank, cum = 0;
 
-	if (!h->count || !(q > 0.0) || q > 1.0)
+	if (!h->count || !permille || permille > 1000)
 		return -1;
-	rank = (uint64_t)ceill((long double)q * (long double)h->count);
-	if (rank < 1)
-		rank = 1;
+	rank = (uint64_t)(((unsigned __int128)h->count * permille + 999) / 1000);
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		cum += h->slots[i];
 		if (cum >= rank)

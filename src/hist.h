@@ -72,15 +72,16 @@ void lh_hist_add_raw(struct lh_hist *h, const void *raw);
 int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o);
 
 /*
- * Slot holding quantile q (0 < q <= 1): the first slot whose cumulative count
- * reaches ceil(q * count). Returns the slot index, or -1 when count is 0.
+ * Slot holding the quantile of permille/1000 (1..1000): the first slot whose
+ * cumulative count reaches ceil(count * permille / 1000), in integers (no
+ * rounding error). Returns the slot index, or -1 when count is 0.
  */
-int lh_hist_quantile_slot(const struct lh_hist *h, double q);
+int lh_hist_quantile_slot(const struct lh_hist *h, unsigned int permille);
 
 /* The percentiles every output reports, as the slot that holds them. */
 struct lh_percentile {
 	const char *name;	/* "p50" */
-	double q;		/* 0.5 */
+	unsigned int permille;	/* 500 */
 };
 #define LH_NR_PERCENTILES 4
 extern const struct lh_percentile lh_percentiles[LH_NR_PERCENTILES];

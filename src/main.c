@@ -19,7 +19,7 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fputs(usage, stderr);
+		fputs("lathist: missing verb (runq or bio); see lathist -h\n", stderr);
 		return LH_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -34,6 +34,10 @@ int main(int argc, char **argv)
 		return runq_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bio"))
 		return bio_main(argc - 1, argv + 1);
-	fprintf(stderr, "lathist: unknown verb '%s'; see lathist -h\n", argv[1]);
+	if (argv[1][0] == '-')
+		fprintf(stderr, "lathist: '%s' before the verb; options go after it, e.g. "
+			"lathist runq %s\n", argv[1], argv[1]);
+	else
+		fprintf(stderr, "lathist: unknown verb '%s'; see lathist -h\n", argv[1]);
 	return LH_EXIT_USAGE;
 }

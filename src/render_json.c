@@ -20,8 +20,12 @@ static json_object *key_json(const struct lh_key *k)
 		json_object_object_add(o, "tid", u64(k->tid));
 	if (k->fields & LH_KEY_PID)
 		json_object_object_add(o, "pid", u64(k->pid));
-	if (k->fields & LH_KEY_COMM)
-		json_object_object_add(o, "comm", json_object_new_string(k->comm));
+	if (k->fields & LH_KEY_COMM) {
+		char comm[4 * sizeof(k->comm) + 1];
+
+		lh_printable(k->comm, sizeof(k->comm), comm, sizeof(comm));
+		json_object_object_add(o, "comm", json_object_new_string(comm));
+	}
 	if (k->fields & (LH_KEY_TID | LH_KEY_PID))
 		json_object_object_add(o, "start_ns", u64(k->birth_ns));
 	if (k->fields & LH_KEY_CPU)
@@ -55,7 +59,7 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
 	if (m->has_bytes)
 		json_object_object_add(o, "bytes", u64(h->bytes));
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		int s = lh_hist_quantile_slot(h, lh_percentiles[i].q);
+		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille);
 		json_object *b;
 
 		if (s < 0) {

@@ -28,22 +28,36 @@ static void print_stars(FILE *f, uint64_t val, uint64_t max)
 
 static void print_key(FILE *f, const struct lh_key *k)
 {
+	char comm[4 * sizeof(k->comm) + 1];
+	const char *sep = "";
+
 	if (!k->fields) {
 		fputs("all tasks", f);
 		return;
 	}
-	if (k->fields & LH_KEY_TID)
-		fprintf(f, "tid %" PRIu32 " ", k->tid);
-	if (k->fields & LH_KEY_PID)
-		fprintf(f, "pid %" PRIu32 " ", k->pid);
-	if (k->fields & LH_KEY_COMM)
-		fprintf(f, "comm %s ", k->comm[0] ? k->comm : "?");
-	if (k->fields & LH_KEY_CPU)
-		fprintf(f, "cpu %" PRIu32 " ", k->cpu);
-	if (k->fields & LH_KEY_DISK)
-		fprintf(f, "disk %s ", k->disk);
+	if (k->fields & LH_KEY_TID) {
+		fprintf(f, "%stid %" PRIu32, sep, k->tid);
+		sep = " ";
+	}
+	if (k->fields & LH_KEY_PID) {
+		fprintf(f, "%spid %" PRIu32, sep, k->pid);
+		sep = " ";
+	}
+	if (k->fields & LH_KEY_COMM) {
+		lh_printable(k->comm, sizeof(k->comm), comm, sizeof(comm));
+		fprintf(f, "%scomm %s", sep, comm[0] ? comm : "?");
+		sep = " ";
+	}
+	if (k->fields & LH_KEY_CPU) {
+		fprintf(f, "%scpu %" PRIu32, sep, k->cpu);
+		sep = " ";
+	}
+	if (k->fields & LH_KEY_DISK) {
+		fprintf(f, "%sdisk %s", sep, k->disk);
+		sep = " ";
+	}
 	if (k->fields & LH_KEY_OP)
-		fprintf(f, "op %s ", k->op);
+		fprintf(f, "%sop %s", sep, k->op);
 }
 
 static double in_unit(uint64_t ns, uint64_t unit_ns)
@@ -107,7 +121,7 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		fprintf(f, "  %s ", lh_percentiles[i].name);
-		print_slot_range(f, h, lh_hist_quantile_slot(h, lh_percentiles[i].q), m);
+		print_slot_range(f, h, lh_hist_quantile_slot(h, lh_percentiles[i].permille), m);
 	}
 	fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns), m->unit);
 }
@@ -140,7 +154,7 @@ static void print_losses(FILE *f, const struct lh_report *r)
 {
 	const uint64_t *v = r->counters;
 	uint64_t events = v[LH_EV_ENDS];
-	char *reasons[LH_NR_COUNTERS];
+	char *reasons[LH_NR_COUNTERS], share[16];
 	size_t n;
 
 	fprintf(f, "\nevents and losses (shares of %" PRIu64 " events):\n", events);
@@ -150,8 +164,9 @@ static void print_losses(FILE *f, const struct lh_report *r)
 		if (!(ci->tools & r->meta.tool_bit))
 			continue;
 		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
-		if (events && i != LH_EV_ENDS)
-			fprintf(f, " %7.2f%%", 100.0 * (double)v[i] / (double)events);
+		/* a share only for what is a part of the events */
+		if (events && (ci->loss || i == LH_EV_PAIRED || i == LH_EV_BEFORE_TRACE))
+			fprintf(f, " %8s", lh_share(v[i], events, share, sizeof(share)));
 		else
 			fprintf(f, " %8s", "");
 		fprintf(f, "  %s%s\n", ci->loss ? "LOSS: " : "", ci->desc);

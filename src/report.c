@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "report.h"
 
@@ -82,4 +83,22 @@ void lh_report_clear(struct lh_report *r)
 	r->hists = NULL;
 	r->nhists = r->cap = 0;
 	memset(r->counters, 0, sizeof(r->counters));
+}
+
+void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < inlen && in[i] && o + 5 <= outlen; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		if (c == '\\')
+			o += (size_t)snprintf(out + o, outlen - o, "\\\\");
+		else if (c < 0x20 || c > 0x7e)
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	if (outlen)
+		out[o < outlen ? o : outlen - 1] = 0;
 }

@@ -79,6 +79,13 @@ void lh_report_sort(struct lh_report *r);
 /* Free histograms; meta stays. */
 void lh_report_clear(struct lh_report *r);
 
+/*
+ * A task name as printable ASCII: bytes outside 0x20..0x7e become \xNN and a
+ * backslash becomes \\, so text and JSON stay one line and valid UTF-8 and the
+ * raw bytes can be recovered. out needs 4 * strlen(in) + 1 bytes (65 for a comm).
+ */
+void lh_printable(const char *in, size_t inlen, char *out, size_t outlen);
+
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
 void lh_render_text(FILE *f, const struct lh_report *r);
 

@@ -47,9 +47,10 @@ static const char runq_help[] =
 	"      --per-process      one histogram pair per process (tgid)\n"
 	"      --per-thread       one histogram pair per thread (tid)\n"
 	"      --per-cpu          one histogram pair per CPU the task was switched in on\n"
-	"Filters (applied in BPF):\n"
+	"Filters (applied in BPF; also -p and --cgroup below):\n"
 	"  -t, --tid TID          only thread TID\n"
 	"      --cpus LIST        only switch-ins on these CPUs, e.g. 0-3,7\n"
+	"Maps:\n"
 	"      --max-tasks N      raw_tp only: entries of the pid-keyed start map (32768)\n"
 	"Common options:\n";
 
@@ -162,6 +163,11 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist runq -h", argv[optind]);
 		return -EINVAL;
 	}
+	if (o->c.pid && o->tid && lh_tgid_of(o->tid) != (long)o->c.pid) {
+		lh_usage_error(TOOL, "-t %u is not a thread of process %u (-p); drop one of them",
+			       o->tid, o->c.pid);
+		return -EINVAL;
+	}
 	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
 }
 
@@ -196,8 +202,7 @@ static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup_new", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_switch", type };
-	if (!btf)
-		m->attach[m->nattach++] = (struct lh_attach){ "sched_process_exit", type };
+	m->attach[m->nattach++] = (struct lh_attach){ "sched_process_exit", type };
 	if (o->tid)
 		lh_meta_add_filter(m, "tid", true, "%u", o->tid);
 	if (o->cpus_set)
@@ -237,6 +242,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf)
 	bpf_program__set_autoload(s->progs.runq_wakeup_raw, !btf);
 	bpf_program__set_autoload(s->progs.runq_wakeup_new_raw, !btf);
 	bpf_program__set_autoload(s->progs.runq_switch_raw, !btf);
+	bpf_program__set_autoload(s->progs.runq_exit_btf, btf);
 	bpf_program__set_autoload(s->progs.runq_exit_raw, !btf);
 	return value_size;
 }
@@ -252,6 +258,7 @@ static int attach(struct runq_bpf *s, bool verbose)
 		{ s->progs.runq_wakeup_new_raw, &s->links.runq_wakeup_new_raw },
 		{ s->progs.runq_wakeup_btf, &s->links.runq_wakeup_btf },
 		{ s->progs.runq_wakeup_raw, &s->links.runq_wakeup_raw },
+		{ s->progs.runq_exit_btf, &s->links.runq_exit_btf },
 		{ s->progs.runq_exit_raw, &s->links.runq_exit_raw },
 	};
 
@@ -369,6 +376,7 @@ int runq_main(int argc, char **argv)
 	}
 	s.hist_buf = &x.skel->bss->hist_buf;
 	s.enabled = &x.skel->bss->lh_enabled;
+	s.start_ns = &x.skel->bss->lh_start_ns;
 	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;

@@ -28,12 +28,25 @@ void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const
 	va_end(ap);
 }
 
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
 void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
 		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping)
 {
+	struct sigaction sa = { .sa_handler = on_signal };
 	struct lh_meta *m = &s->report.meta;
 	struct utsname u;
 
+	/* from here on Ctrl-C ends the run cleanly: during loading it ends right after
+	 * attaching, with an (empty) final report */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->ncpus = libbpf_num_possible_cpus();
@@ -94,44 +107,36 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 	return 0;
 }
 
-static volatile sig_atomic_t exiting;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	exiting = 1;
-}
-
 void lh_session_attached(struct lh_session *s, const char *what)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	*s->start_ns = lh_now_ns();
 	*s->enabled = true;
-	fprintf(stderr, "Tracing %s... Hit Ctrl-C to end.\n", what);
+	if (s->c->duration_ns)
+		fprintf(stderr, "Tracing %s for %.3g s... Hit Ctrl-C to end sooner.\n", what,
+			(double)s->c->duration_ns / 1e9);
+	else
+		fprintf(stderr, "Tracing %s... Hit Ctrl-C to end.\n", what);
 }
 
-static int read_counters(struct lh_session *s)
+/* Read and clear the counters of buffer buf (no program writes it now). */
+static int read_counters(struct lh_session *s, uint32_t buf)
 {
 	struct lh_counters *pc = calloc((size_t)s->ncpus, sizeof(*pc));
-	uint64_t now[LH_NR_COUNTERS];
-	uint32_t zero = 0;
+	int err = 0;
 
 	if (!pc)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(s->counters_fd, &zero, pc)) {
-		free(pc);
-		return -errno;
+	if (bpf_map_lookup_elem(s->counters_fd, &buf, pc)) {
+		err = -errno;
+		goto out;
 	}
-	lh_counters_sum(now, pc, s->ncpus);
+	lh_counters_sum(s->report.counters, pc, s->ncpus);
+	memset(pc, 0, (size_t)s->ncpus * sizeof(*pc));
+	if (bpf_map_update_elem(s->counters_fd, &buf, pc, BPF_ANY))
+		err = -errno;
+out:
 	free(pc);
-	/* counters only grow: the interval's share is the difference */
-	for (int i = 0; i < LH_NR_COUNTERS; i++) {
-		s->report.counters[i] = now[i] - s->prev_counters[i];
-		s->prev_counters[i] = now[i];
-	}
-	return 0;
+	return err;
 }
 
 /* Take the aggregate of the half BPF has been writing and leave it empty. */
@@ -142,7 +147,7 @@ static int collect(struct lh_session *s)
 
 	*s->hist_buf = old ^ 1;
 	lh_wait_for_bpf_readers();
-	err = read_counters(s);
+	err = read_counters(s, old);
 	if (!err)
 		err = s->read_hists(s, old);
 	if (!err)
@@ -167,7 +172,7 @@ int lh_session_run(struct lh_session *s)
 	uint64_t start = lh_now_ns(), begin = start, end = c->duration_ns ? start + c->duration_ns : 0;
 	uint64_t real = lh_realtime_ns();
 	uint32_t index = 0;
-	int err;
+	int err, write_err = 0;
 
 	for (;;) {
 		uint64_t now, wake = UINT64_MAX;
@@ -195,11 +200,13 @@ int lh_session_run(struct lh_session *s)
 		s->report.meta.start_realtime_ns = real + (begin - start);
 		s->report.meta.duration_ns = now - begin;
 		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
-		/* a failed write is reported and tracing goes on; the last one decides the exit */
+		/* a failed write is reported and tracing goes on; any makes the exit 1 */
 		err = lh_emit(&s->report, c);
+		if (err && !write_err)
+			write_err = err;
 		begin = now;
 		if (last)
-			return err;
+			return write_err;
 	}
 }
 

@@ -20,19 +20,20 @@ struct lh_session {
 	struct bpf_object *obj;
 	volatile uint32_t *hist_buf;	/* the object's .bss hist_buf */
 	volatile bool *enabled;		/* the object's .bss lh_enabled */
+	volatile unsigned long long *start_ns;	/* the object's .bss lh_start_ns */
 	int counters_fd;		/* lathist_counters map */
 	int ncpus;			/* possible CPUs */
 	size_t value_size;		/* histogram map value: head + 8 * nslots */
 	void *percpu_buf;		/* ncpus * stride bytes, for one per-CPU value */
 	struct lh_report report;
-	uint64_t prev_counters[LH_NR_COUNTERS];
 	/* Read half 'buf' of the tool's histogram maps into report and empty it;
 	 * negative errno on failure. */
 	int (*read_hists)(struct lh_session *s, uint32_t buf);
 	void *tool;			/* the tool's own context */
 };
 
-/* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters). */
+/* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters);
+ * from here on SIGINT/SIGTERM end the run cleanly. */
 void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
 		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping);
 
@@ -43,10 +44,11 @@ void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const
 /* After load: the map value size, buffers, map sizes for meta (and -v). -ENOMEM. */
 int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value_size);
 
-/* After attach: enable the programs, install signal handlers, say "Tracing <what>...". */
+/* After attach: enable the programs, say "Tracing <what>..." on stderr. */
 void lh_session_attached(struct lh_session *s, const char *what);
 
-/* Trace until -d, a signal, or forever; emit per interval and at the end. 0 or -errno. */
+/* Trace until -d, a signal, or forever; emit per interval and at the end. 0, or
+ * the first negative errno of a failed read or write (writes go on after one). */
 int lh_session_run(struct lh_session *s);
 
 void lh_session_free(struct lh_session *s);

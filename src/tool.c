@@ -48,6 +48,7 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 	char *buf = render(r, o, &len);
 	int err = 0;
 
+	errno = 0;
 	if (!buf) {
 		fprintf(stderr, "lathist %s: out of memory rendering the report\n", r->meta.tool);
 		return -ENOMEM;
@@ -58,7 +59,10 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
 				"is unchanged)\n", r->meta.tool, o->output, strerror(-err));
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
-		err = -EIO;
+		err = errno ? -errno : -EIO;
+		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", r->meta.tool,
+			strerror(-err));
+		clearerr(stdout);
 	}
 	free(buf);
 	return err;

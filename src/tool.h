@@ -10,8 +10,8 @@
 /*
  * Render r in the chosen format to stdout, or replace -o FILE atomically.
  * JSON on stdout in interval mode is one compact line per interval (JSON
- * lines). Returns 0 or a negative errno (reported on stderr; the last good
- * file stays in place).
+ * lines). Returns 0 or a negative errno, reported on stderr in one line (the
+ * last good file stays in place).
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdbool.h>
 #include "util.h"
 
 int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns)
@@ -17,22 +18,32 @@ int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns)
 	static const struct { const char *suffix; double mult; } units[] = {
 		{ "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "ns", 1 },
 	};
-	char *end;
+	char num[64], *end;
+	size_t n;
 	double v;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	if (!s)
 		return -EINVAL;
+	/* decimal digits and one point, then a unit: strtod alone would also take
+	 * signs, hex, exponents, inf and nan */
+	n = strspn(s, "0123456789.");
+	if (!n || n >= sizeof(num) || strchr(s, '.') != strrchr(s, '.'))
+		return -EINVAL;
+	memcpy(num, s, n);
+	num[n] = 0;
 	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	v = strtod(num, &end);
+	if (errno || *end || !isfinite(v))
 		return -EINVAL;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		double t;
 
-		if (strcmp(end, units[i].suffix))
+		if (strcmp(s + n, units[i].suffix))
 			continue;
 		t = v * units[i].mult;
-		if (t > 1e16 || (!allow_zero && t < 1.0))
+		if (t > 1e16)
+			return -ERANGE;
+		if (!allow_zero && t < 1.0)
 			return -EINVAL;
 		*ns = (uint64_t)llround(t);
 		return 0;
@@ -136,6 +147,8 @@ int lh_output_check(const char *path)
 			return -ELOOP;
 		if (S_ISDIR(st.st_mode))
 			return -EISDIR;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;	/* a device, FIFO or socket: never replaced */
 	}
 	dir_of(path, dir, sizeof(dir));
 	if (stat(dir, &st))
@@ -147,42 +160,91 @@ int lh_output_check(const char *path)
 	return 0;
 }
 
-int lh_write_atomic(const char *path, const char *data, size_t len)
+/* Mode and owner for the new file: the old file's, or 0666 less the umask. */
+static void new_file_attrs(const struct stat *old, int fd)
 {
-	char dir[PATH_MAX], tmp[PATH_MAX + 32], *base, copy[PATH_MAX];
-	struct stat st;
-	size_t off = 0;
-	int fd, err = 0;
+	mode_t mask;
 
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		return -ELOOP;
-	dir_of(path, dir, sizeof(dir));
-	snprintf(copy, sizeof(copy), "%s", path);
-	base = basename(copy);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, base);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
+	if (old) {
+		if (fchmod(fd, old->st_mode & 07777) == 0 && fchown(fd, old->st_uid, old->st_gid))
+			(void)0;	/* not allowed to give it away: keep ours */
+		return;
+	}
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask))
+		(void)0;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		ssize_t n = write(fd, data + off, len - off);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			err = -errno;
-			break;
+			return -errno;
 		}
 		off += (size_t)n;
 	}
-	if (!err && fchmod(fd, 0644))
-		err = -errno;
+	return 0;
+}
+
+int lh_write_atomic(const char *path, const char *data, size_t len)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX + 32], *base, copy[PATH_MAX], fdpath[64];
+	struct stat st;
+	bool exists = false, named = false;
+	int fd, err;
+
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (!S_ISREG(st.st_mode))
+			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		exists = true;
+	}
+	dir_of(path, dir, sizeof(dir));
+	snprintf(copy, sizeof(copy), "%s", path);
+	base = basename(copy);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, base);
+	/* an unnamed file while it is written: nothing is left behind if we die */
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fd = mkstemp(tmp);
+		if (fd < 0)
+			return -errno;
+		named = true;
+	}
+	new_file_attrs(exists ? &st : NULL, fd);
+	err = write_all(fd, data, len);
 	if (!err && fsync(fd))
 		err = -errno;
+	if (!err && !named) {
+		/* give it a temporary name, then rename it over the target */
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		for (int i = 0; i < 100; i++) {
+			snprintf(tmp, sizeof(tmp), "%s/.%s.%d.%d", dir, base, (int)getpid(), i);
+			if (linkat(AT_FDCWD, fdpath, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+				named = true;
+				break;
+			}
+			if (errno != EEXIST) {
+				err = -errno;
+				break;
+			}
+		}
+		if (!named && !err)
+			err = -EEXIST;
+	}
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && rename(tmp, path))
 		err = -errno;
-	if (err)
+	if (err && named)
 		unlink(tmp);
 	return err;
 }

@@ -9,8 +9,8 @@
 
 /*
  * Parse a duration: a decimal number of seconds ("5", "0.5") or a number with
- * a unit suffix ns, us, ms, s ("250us"). Returns 0 and *ns, or -EINVAL
- * (garbage, negative, zero when !allow_zero, or over 10^7 s).
+ * a unit suffix ns, us, ms, s ("250us"), decimal digits only. Returns 0 and
+ * *ns, -EINVAL (garbage, negative, zero when !allow_zero) or -ERANGE (over 10^7 s).
  */
 int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns);
 
@@ -29,15 +29,20 @@ int lh_parse_cpulist(const char *s, uint64_t *mask, size_t nwords, int ncpus, lo
 
 /*
  * Check before tracing that path can be written later: its folder exists and
- * is writable, and path is not a symlink or a directory. Returns 0 or a
- * negative errno (-ELOOP for a symlink, -EISDIR, -ENOENT, -EACCES).
+ * is writable, and path is a regular file or does not exist yet. Returns 0 or
+ * a negative errno (-ELOOP for a symlink, -EISDIR, -EINVAL for a device, FIFO
+ * or socket, -ENOENT, -EACCES).
  */
 int lh_output_check(const char *path);
 
 /*
- * Replace path atomically with len bytes of data: write a temporary file in
- * the same folder, fsync, rename over path. Refuses to replace a symlink
- * (-ELOOP). Returns 0 or a negative errno; on error path is left as it was.
+ * Replace path atomically with len bytes of data: write an unnamed file
+ * (O_TMPFILE, else a named temporary) in the same folder, fsync, name it,
+ * rename it over path. The new file keeps the old one's mode and owner (a new
+ * one gets 0666 less the umask); hard links to the old file keep the old
+ * content. Refuses a symlink (-ELOOP) and anything not a regular file
+ * (-EINVAL, -EISDIR). Returns 0 or a negative errno; on error path is left as
+ * it was.
  */
 int lh_write_atomic(const char *path, const char *data, size_t len);
 

@@ -65,7 +65,7 @@ static void report(const char *step)
 	struct bio_hist_key key = { .kind = BIO_TOTAL };
 	unsigned int zero = 0;
 
-	bpf_map_lookup_elem(bpf_map__fd(bio->maps.lathist_counters), &zero, pc);
+	bpf_map_lookup_elem(bpf_map__fd(bio->maps.lathist_counters), &zero, pc);	/* buffer 0 */
 	for (int c = 0; c < ncpus; c++)
 		for (int i = 0; i < LH_NR_COUNTERS; i++)
 			v[i] += pc[c].v[i];

@@ -54,7 +54,7 @@ class LossBudget:
                                   f"losses the tool reported")
 
 
-def check_schedstat(rows, tasks, roles):
+def check_schedstat(rows, tasks, roles, budget):
     """Per-thread counts and sums against schedstat; returns (sum lathist, sum run_delay)."""
     total_tool = total_kernel = 0
     for r in rows:
@@ -62,8 +62,7 @@ def check_schedstat(rows, tasks, roles):
             continue
         t = tasks.get(r["tid"])
         check(t is not None, f"thread {r['tid']} ({r['role']}) has no histogram")
-        check(0 <= t["count"] - r["pcount"] <= COUNT_SLACK,
-              f"tid {r['tid']} {r['role']}: count {t['count']} vs schedstat pcount {r['pcount']}")
+        budget.check(t["count"], r["pcount"], f"tid {r['tid']} {r['role']}")
         excess = t["sum_ns"] - r["run_delay_ns"]
         check(excess <= r["pcount"] * PER_WAIT_BOUND_NS + 2_000_000,
               f"tid {r['tid']} {r['role']}: sum {t['sum_ns']} ns exceeds run_delay "
@@ -80,7 +79,7 @@ def mix_oracle(attach):
     rows, doc = traced(Workload("mix", CPU, 2, 1, 1500), "--per-thread", "--attach", attach)
     check(doc["meta"]["attach"]["sched_switch"] == attach, f"attach type in meta: {doc['meta']['attach']}")
     tasks = by_id(per_task(doc))
-    tool, kernel = check_schedstat(rows, tasks, ("spinner", "sleeper"))
+    tool, kernel = check_schedstat(rows, tasks, ("spinner", "sleeper"), LossBudget(doc))
     check(kernel > 100_000_000, f"workload produced too little wait ({kernel} ns) to test")
     check(abs(tool - kernel) <= 0.015 * kernel,
           f"sum of waits {tool} ns vs sum of run_delay {kernel} ns: off by "
@@ -88,7 +87,11 @@ def mix_oracle(attach):
     sleeper = next(r for r in rows if r["role"] == "sleeper")
     wake = tasks[sleeper["tid"]]["kinds"]["wakeup"]["count"]
     check(wake >= 0.9 * sleeper["pcount"], f"sleeper: {wake} wakeup waits of {sleeper['pcount']}")
-    check(doc["loss"]["lost"] == 0 and not doc["bias"]["flag"], f"losses: {doc['loss']}")
+    # losses are rare here (see LossBudget) and, when they happen, flagged
+    check(doc["loss"]["lost"] <= 3 and doc["bias"]["flag"] == (doc["loss"]["lost"] > 0),
+          f"losses: {doc['loss']}, bias {doc['bias']}")
+    check(doc["loss"]["paired"] == sum(h["count"] for h in doc["histograms"]),
+          "paired differs from the histograms' total")
 
 
 def test_mix_schedstat_tp_btf():
@@ -103,7 +106,7 @@ def preempt_only(attach):
     """C2: two CPU-bound threads on one CPU: only preemption waits."""
     rows, doc = traced(Workload("mix", CPU, 2, 0, 1000), "--per-thread", "--attach", attach)
     tasks = by_id(per_task(doc))
-    check_schedstat(rows, tasks, ("spinner",))
+    check_schedstat(rows, tasks, ("spinner",), LossBudget(doc))
     for r in rows:
         kinds = tasks[r["tid"]]["kinds"]
         pre = kinds.get("preempt", {}).get("count", 0)
@@ -230,7 +233,7 @@ def cgroup_woken(attach):
     check(writer["tid"] not in tasks, "the waker (outside the cgroup) was counted")
     check(set(tasks) == {reader["tid"]}, f"tasks counted: {sorted(tasks)}, want only the reader")
     t = tasks[reader["tid"]]
-    check(reader["pcount"] >= 2000, f"reader pcount {reader['pcount']}")
+    check(reader["pcount"] >= 1000, f"reader pcount {reader['pcount']}: too few waits to test")
     # waits that began before the reader joined the cgroup are (rightly) not counted
     want = reader["pcount"] - reader["base_pcount"]
     check(0 <= t["count"] - want <= COUNT_SLACK,
@@ -293,18 +296,24 @@ def test_per_process_and_per_cpu():
 
 
 def test_cpus_filter():
-    """--cpus: waits that end on other CPUs are filtered out (and counted as filtered)."""
+    """--cpus: waits that end on other CPUs are filtered out (and counted as filtered).
+    glibc applies a new thread's affinity from the thread itself, so its first run(s)
+    may end on another CPU before it moves to the pinned one."""
     if os.cpu_count() < 2:
         return
     other = 0 if CPU else 1
     rows, doc = traced(Workload("mix", CPU, 1, 1, 500), "--per-thread", "--cpus", str(other))
-    tids = {r["tid"] for r in rows}
-    check(not tids & set(by_id(per_task(doc))), "threads pinned elsewhere were counted")
+    tasks = by_id(per_task(doc))
+    for r in rows:
+        n = tasks.get(r["tid"], {"count": 0})["count"]
+        check(n <= 2, f"thread {r['tid']} pinned to CPU {CPU}: {n} waits ended on CPU {other}")
     check(doc["loss"]["filtered"] > 0, "filtered events not counted")
     rows, doc = traced(Workload("mix", CPU, 1, 1, 500), "--per-thread", "--cpus", f"{CPU}")
     tasks = by_id(per_task(doc))
     for r in rows:
-        check(r["tid"] in tasks, f"thread {r['tid']} on the selected CPU missing")
+        n = tasks.get(r["tid"], {"count": 0})["count"]
+        check(r["pcount"] - 2 - doc["loss"]["lost"] <= n <= r["pcount"] + COUNT_SLACK,
+              f"thread {r['tid']}: {n} waits on CPU {CPU}, pcount {r['pcount']}")
 
 
 def test_tid_filter():

@@ -97,17 +97,39 @@ static void test_quantile(void **state)
 	struct lh_hist h;
 	(void)state;
 	assert_int_equal(lh_hist_init(&h, "wakeup", NULL, &sc), 0);
-	assert_int_equal(lh_hist_quantile_slot(&h, 0.5), -1);
+	assert_int_equal(lh_hist_quantile_slot(&h, 500), -1);
 	h.slots[3] = 50;	/* [4,8) */
 	h.slots[5] = 49;	/* [16,32) */
 	h.slots[10] = 1;	/* [512,1024) */
 	h.count = 100;
-	assert_int_equal(lh_hist_quantile_slot(&h, 0.5), 3);
-	assert_int_equal(lh_hist_quantile_slot(&h, 0.51), 5);
-	assert_int_equal(lh_hist_quantile_slot(&h, 0.99), 5);
-	assert_int_equal(lh_hist_quantile_slot(&h, 0.999), 10);
-	assert_int_equal(lh_hist_quantile_slot(&h, 1.0), 10);
-	assert_int_equal(lh_hist_quantile_slot(&h, 0.0), -1);
+	assert_int_equal(lh_hist_quantile_slot(&h, 500), 3);
+	assert_int_equal(lh_hist_quantile_slot(&h, 510), 5);
+	assert_int_equal(lh_hist_quantile_slot(&h, 990), 5);
+	assert_int_equal(lh_hist_quantile_slot(&h, 999), 10);
+	assert_int_equal(lh_hist_quantile_slot(&h, 1000), 10);
+	assert_int_equal(lh_hist_quantile_slot(&h, 0), -1);
+	assert_int_equal(lh_hist_quantile_slot(&h, 1001), -1);
+	lh_hist_free(&h);
+}
+
+/* p90 of 10 values, one per slot, is the 9th (0.9 x 10 is exactly 9, no rounding up) */
+static void test_quantile_exact_ranks(void **state)
+{
+	struct lh_scheme sc = { 0, 1 };
+	struct lh_hist h;
+	(void)state;
+	assert_int_equal(lh_hist_init(&h, "x", NULL, &sc), 0);
+	for (int i = 1; i <= 10; i++)
+		h.slots[i] = 1;
+	h.count = 10;
+	assert_int_equal(lh_hist_quantile_slot(&h, 900), 9);
+	assert_int_equal(lh_hist_quantile_slot(&h, 500), 5);
+	assert_int_equal(lh_hist_quantile_slot(&h, 990), 10);
+	memset(h.slots, 0, h.nslots * sizeof(*h.slots));
+	h.slots[1] = 54;	/* ranks 1..54 */
+	h.slots[2] = 6;		/* ranks 55..60 */
+	h.count = 60;
+	assert_int_equal(lh_hist_quantile_slot(&h, 900), 1);	/* rank 54 */
 	lh_hist_free(&h);
 }
 
@@ -168,7 +190,7 @@ static void test_counts_beyond_2_32(void **state)
 	b.count = 3ULL << 32;
 	assert_int_equal(lh_hist_merge(&a, &b), 0);
 	assert_true(a.slots[5] == 2 * ((1ULL << 32) - 1) + (3ULL << 32));
-	assert_int_equal(lh_hist_quantile_slot(&a, 0.999), 5);
+	assert_int_equal(lh_hist_quantile_slot(&a, 999), 5);
 	b.slots[5] = UINT64_MAX;
 	b.count = UINT64_MAX;
 	assert_int_equal(lh_hist_merge(&a, &b), 0);
@@ -199,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_slot_matches_bounds),
 		cmocka_unit_test(test_runqlat_compatible),
 		cmocka_unit_test(test_quantile),
+		cmocka_unit_test(test_quantile_exact_ranks),
 		cmocka_unit_test(test_percpu_merge),
 		cmocka_unit_test(test_counts_beyond_2_32),
 		cmocka_unit_test(test_merge_mismatch),

@@ -38,6 +38,14 @@ static void test_duration(void **state)
 	assert_int_equal(lh_parse_duration("nan", false, &ns), -EINVAL);
 	assert_int_equal(lh_parse_duration("inf", false, &ns), -EINVAL);
 	assert_int_equal(lh_parse_duration("1e30", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("0x10", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("1e9", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("1.2.3", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration(".", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("+5", false, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("100000000", false, &ns), -ERANGE);
+	assert_int_equal(lh_parse_duration(".5", false, &ns), 0);
+	assert_true(ns == 500000000ULL);
 }
 
 static void test_u32_and_unit(void **state)
@@ -106,12 +114,39 @@ static void test_atomic_write(void **state)
 	fclose(f);
 	assert_string_equal(buf, "second");
 	assert_int_equal(count_entries(dir), 1);	/* no temporary left behind */
+	/* the replacement keeps the old file's mode and owner (giving it away needs root) */
+	if (geteuid() == 0) {
+		struct stat st;
+
+		assert_int_equal(chmod(path, 0600), 0);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(lh_write_atomic(path, "second", 6), 0);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0600);
+		assert_int_equal(st.st_uid, 65534);
+		assert_int_equal(st.st_gid, 65534);
+	}
 	/* never through a symlink; the link target stays untouched */
 	assert_int_equal(symlink(path, link), 0);
 	assert_int_equal(lh_output_check(link), -ELOOP);
 	assert_int_equal(lh_write_atomic(link, "evil", 4), -ELOOP);
 	assert_int_equal(lh_output_check(dir), -EISDIR);
 	assert_int_equal(lh_output_check("/nonexistent-lathist/x"), -ENOENT);
+	/* never replace a device or a FIFO */
+	assert_int_equal(lh_output_check("/dev/null"), -EINVAL);
+	assert_int_equal(lh_write_atomic("/dev/null", "x", 1), -EINVAL);
+	{
+		char fifo[256];
+		struct stat st;
+
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		assert_int_equal(lh_output_check(fifo), -EINVAL);
+		assert_int_equal(lh_write_atomic(fifo, "x", 1), -EINVAL);
+		assert_int_equal(lstat(fifo, &st), 0);
+		assert_true(S_ISFIFO(st.st_mode));
+		unlink(fifo);
+	}
 	unlink(link);
 	unlink(path);
 	rmdir(dir);

@@ -169,7 +169,7 @@ static int run_mix(int cpu, int nspin, int nsleep, int ms)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	pthread_attr_init(&attr);
-	/* start on the CPU already: no migration wait to muddle the counts */
+	/* glibc applies this from the new thread itself: its first run may be elsewhere */
 	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
 	wait_go();
 	mix_end = now_ns() + (uint64_t)ms * 1000000ULL;
