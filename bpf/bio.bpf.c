@@ -37,7 +37,8 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 10240);	/* --max-keys */
 	__uint(key_size, sizeof(struct bio_hist_key));
-	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
+	/* queue, device and total histograms of one key, hist_size bytes each */
+	__uint(value_size, BIO_NR_HISTS * (sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0)));
 } bio_hist SEC(".maps");
 
 /* 5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request")
@@ -46,23 +47,26 @@ struct request___pre517 {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u32 rq_dev(struct request *rq)
+/* kernel dev_t of the request's disk; direct BTF loads on tp_btf */
+static __always_inline __u32 rq_dev(struct request *rq, bool btf)
 {
 	struct request___pre517 *old = (void *)rq;
 	struct gendisk *disk;
 
 	if (bpf_core_field_exists(old->rq_disk))
-		disk = BPF_CORE_READ(old, rq_disk);
+		disk = TREAD(btf, old, rq_disk);
+	else if (btf)
+		disk = rq->q->disk;
 	else
 		disk = BPF_CORE_READ(rq, q, disk);
 	if (!disk)
 		return 0;
-	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	return ((__u32)TREAD(btf, disk, major) << 20) | (__u32)TREAD(btf, disk, first_minor);
 }
 
-static __always_inline __u8 rq_op(struct request *rq)
+static __always_inline __u8 rq_op(struct request *rq, bool btf)
 {
-	__u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;	/* REQ_OP_MASK */
+	__u32 op = TREAD(btf, rq, cmd_flags) & 0xff;	/* REQ_OP_MASK */
 
 	switch (op) {
 	case 0:	/* REQ_OP_READ */
@@ -90,14 +94,14 @@ static __always_inline bool current_selected(void)
 
 /* Record a request's start, attributed to the current task. */
 static __always_inline struct bio_req *req_start(struct request *rq, __u64 now, bool at_issue,
-						 struct lh_counters *c)
+						 bool btf, struct lh_counters *c)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 key = (__u64)rq;
 	struct bio_req init = {}, *r;
 	long err;
 
-	init.dev = rq_dev(rq);
+	init.dev = rq_dev(rq, btf);
 	if (filter_dev && init.dev != filter_dev)
 		return NULL;	/* not this disk: its completion is filtered too */
 	if (!current_selected())
@@ -107,8 +111,8 @@ static __always_inline struct bio_req *req_start(struct request *rq, __u64 now, 
 	else
 		init.created_ns = now;
 	init.tgid = bpf_get_current_pid_tgid() >> 32;
-	init.birth_ns = BPF_CORE_READ(task, group_leader, start_time);
-	init.op = rq_op(rq);
+	init.birth_ns = task->group_leader->start_time;	/* trusted: direct loads */
+	init.op = rq_op(rq, btf);
 	bpf_get_current_comm(init.comm, sizeof(init.comm));
 	r = bpf_map_lookup_elem(&bio_requests, &key);
 	if (r) {
@@ -126,19 +130,19 @@ static __always_inline struct bio_req *req_start(struct request *rq, __u64 now, 
 	return bpf_map_lookup_elem(&bio_requests, &key);
 }
 
-static __always_inline int on_create(struct request *rq)
+static __always_inline int on_create(struct request *rq, bool btf)
 {
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return 0;
-	if (req_start(rq, bpf_ktime_get_ns(), false, c))
+	if (req_start(rq, bpf_ktime_get_ns(), false, btf, c))
 		c->v[LH_EV_BIO_CREATED]++;
 	return 0;
 }
 
-static __always_inline int on_issue(struct request *rq)
+static __always_inline int on_issue(struct request *rq, bool btf)
 {
 	__u64 key = (__u64)rq, now;
 	struct bio_req *r;
@@ -152,7 +156,7 @@ static __always_inline int on_issue(struct request *rq)
 	if (!r) {
 		/* not created while tracing (flush requests, or a request from before
 		 * tracing began): attribute it here, without a queue stage */
-		r = req_start(rq, now, true, c);
+		r = req_start(rq, now, true, btf, c);
 		if (!r)
 			return 0;
 		c->v[LH_EV_BIO_NO_QUEUE]++;
@@ -160,19 +164,31 @@ static __always_inline int on_issue(struct request *rq)
 	if (r->issued_ns)
 		c->v[LH_EV_BIO_REQUEUED]++;
 	r->issued_ns = now;
-	r->bytes = BPF_CORE_READ(rq, __data_len);	/* 0 by completion time */
+	r->bytes = TREAD(btf, rq, __data_len);	/* 0 by completion time */
 	r->done_bytes = 0;
 	c->v[LH_EV_BIO_ISSUED]++;
 	return 0;
 }
 
-static __always_inline void hist_add(struct bio_req *r, __u8 kind, __u64 delta,
-				     struct lh_counters *c, __u32 buf)
+/* Bytes of one histogram in a bio_hist value (which holds queue, device, total). */
+const volatile __u32 hist_size = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0);
+
+static __always_inline void hist_one(void *base, __u32 kind, struct bio_req *r, __u64 delta)
+{
+	struct lh_hist_head *h = base + (kind - 1) * hist_size;
+
+	h->bytes += r->bytes;
+	lh_hist_add(h, delta);
+}
+
+/* One lookup per request for its key; queue_ns == ~0 when there is no queue
+ * stage, dev_ns == ~0 when it never reached the driver. */
+static __always_inline void hist_record(struct bio_req *r, __u64 queue_ns, __u64 dev_ns,
+					__u64 total_ns, struct lh_counters *c, __u32 buf)
 {
 	struct bio_hist_key key = {};
 	struct lh_hist_head *h;
 
-	key.kind = kind;
 	key.buf = buf;
 	if (group & BIO_GROUP_PROCESS) {
 		key.tgid = r->tgid;
@@ -187,13 +203,16 @@ static __always_inline void hist_add(struct bio_req *r, __u8 kind, __u64 delta,
 		return;
 	if ((group & BIO_GROUP_PROCESS) && !h->comm[0])
 		__builtin_memcpy(h->comm, r->comm, sizeof(h->comm));
-	h->bytes += r->bytes;
-	lh_hist_add(h, delta);
+	if (queue_ns != ~0ULL)
+		hist_one(h, BIO_QUEUE, r, queue_ns);
+	if (dev_ns != ~0ULL)
+		hist_one(h, BIO_DEVICE, r, dev_ns);
+	hist_one(h, BIO_TOTAL, r, total_ns);
 }
 
-static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes)
+static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes, bool btf)
 {
-	__u64 key = (__u64)rq, now, dev_ns, queue_ns = 0, total_ns;
+	__u64 key = (__u64)rq, now, dev_ns, queue_ns, total_ns;
 	struct bio_req *r;
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
@@ -202,7 +221,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		return 0;
 	r = bpf_map_lookup_elem(&bio_requests, &key);
 	if (!r) {
-		if (!filter_dev || rq_dev(rq) == filter_dev) {
+		if (!filter_dev || rq_dev(rq, btf) == filter_dev) {
 			c->v[LH_EV_ENDS]++;
 			c->v[LH_EV_BEFORE_TRACE]++;
 		}
@@ -226,21 +245,20 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		if (!lh_delta(c, r->created_ns, now, &total_ns))
 			goto out;
 		c->v[LH_EV_PAIRED]++;
-		hist_add(r, BIO_TOTAL, total_ns, c, buf);
+		hist_record(r, ~0ULL, ~0ULL, total_ns, c, buf);
 		goto out;
 	}
 	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
 		goto out;
 	total_ns = dev_ns;
+	queue_ns = ~0ULL;
 	if (!(r->flags & BIO_REQ_NO_QUEUE)) {
 		if (!lh_delta(c, r->created_ns, r->issued_ns, &queue_ns))
 			goto out;
 		total_ns += queue_ns;
-		hist_add(r, BIO_QUEUE, queue_ns, c, buf);
 	}
 	c->v[LH_EV_PAIRED]++;
-	hist_add(r, BIO_DEVICE, dev_ns, c, buf);
-	hist_add(r, BIO_TOTAL, total_ns, c, buf);
+	hist_record(r, queue_ns, dev_ns, total_ns, c, buf);
 out:
 	/* request structs are reused: a later request must not find this one */
 	bpf_map_delete_elem(&bio_requests, &key);
@@ -276,7 +294,7 @@ int BPF_PROG(bio_merge_raw, struct request *rq)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(bio_io_start_btf, struct request *rq)
 {
-	return on_create(rq);
+	return on_create(rq, true);
 }
 
 /* (struct request_queue *q, struct request *rq) before 5.11, (rq) since */
@@ -284,50 +302,50 @@ SEC("tp_btf/block_rq_insert")
 int bio_insert_btf(u64 *ctx)
 {
 	if (insert_has_q)
-		return on_create((void *)ctx[1]);
-	return on_create((void *)ctx[0]);
+		return on_create((void *)ctx[1], true);
+	return on_create((void *)ctx[0], true);
 }
 
 SEC("tp_btf/block_rq_issue")
 int bio_issue_btf(u64 *ctx)
 {
 	if (issue_has_q)
-		return on_issue((void *)ctx[1]);
-	return on_issue((void *)ctx[0]);
+		return on_issue((void *)ctx[1], true);
+	return on_issue((void *)ctx[0], true);
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(bio_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
 {
-	return on_complete(rq, nr_bytes);
+	return on_complete(rq, nr_bytes, true);
 }
 
 SEC("raw_tp/block_io_start")
 int BPF_PROG(bio_io_start_raw, struct request *rq)
 {
-	return on_create(rq);
+	return on_create(rq, false);
 }
 
 SEC("raw_tp/block_rq_insert")
 int bio_insert_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (insert_has_q)
-		return on_create((void *)ctx->args[1]);
-	return on_create((void *)ctx->args[0]);
+		return on_create((void *)ctx->args[1], false);
+	return on_create((void *)ctx->args[0], false);
 }
 
 SEC("raw_tp/block_rq_issue")
 int bio_issue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (issue_has_q)
-		return on_issue((void *)ctx->args[1]);
-	return on_issue((void *)ctx->args[0]);
+		return on_issue((void *)ctx->args[1], false);
+	return on_issue((void *)ctx->args[0], false);
 }
 
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
 {
-	return on_complete(rq, nr_bytes);
+	return on_complete(rq, nr_bytes, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -40,16 +40,21 @@ struct bio_req {
 	char comm[16];			/* submitter's comm at creation */
 };
 
-/* Key of the per-CPU histogram hash; fields outside the grouping are 0. */
+/* Key of the per-CPU histogram hash; fields outside the grouping are 0. Its
+ * value holds the queue, device and total histograms, in that order. */
 struct bio_hist_key {
 	unsigned int tgid;
 	unsigned int dev;
 	unsigned long long birth_ns;
-	unsigned char kind;		/* enum bio_kind */
+	unsigned char pad0;
 	unsigned char op;		/* enum bio_op, or 0 when not grouped by op */
 	unsigned char buf;		/* interval double buffer */
 	unsigned char pad[5];
 };
+
+/* A per-CPU map value is at most 32 KiB (PCPU_MIN_UNIT_SIZE): three histograms
+ * of precision 5 do not fit. */
+#define BIO_MAX_PRECISION 4
 
 #define BIO_DEV_MAJOR(d) ((d) >> 20)
 #define BIO_DEV_MINOR(d) ((d) & 0xfffff)

@@ -155,6 +155,12 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist bio -h", argv[optind]);
 		return -EINVAL;
 	}
+	if (o->c.precision > BIO_MAX_PRECISION) {
+		lh_usage_error(TOOL, "--precision %u: bio keeps three histograms per key in one "
+			       "per-CPU value (32 KiB at most); give 0 to %d", o->c.precision,
+			       BIO_MAX_PRECISION);
+		return -EINVAL;
+	}
 	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
 }
 
@@ -205,7 +211,8 @@ static void init_meta(struct lh_session *s, struct bio_opts *o, const struct bio
 static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_attach_plan *p)
 {
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
-	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
+	size_t hist_size = sizeof(struct lh_hist_head) + 8 * nslots;
+	size_t value_size = BIO_NR_HISTS * hist_size;
 	bool btf = p->btf;
 
 	s->rodata->hist_precision = o->c.precision;
@@ -217,6 +224,7 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	s->rodata->filter_cgroup_id = o->c.cgroup_id;
 	s->rodata->issue_has_q = p->issue_has_q;
 	s->rodata->insert_has_q = p->insert_has_q;
+	s->rodata->hist_size = (uint32_t)hist_size;
 
 	bpf_map__set_value_size(s->maps.bio_hist, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
@@ -259,10 +267,10 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 {
 	const struct bio_hist_key *bk = k;
 	struct bio_ctx *x = s->tool;
+	size_t hsz = s->value_size / BIO_NR_HISTS;
 	struct lh_key key = {};
+	int err = 0;
 
-	if (bk->kind < BIO_QUEUE || bk->kind > BIO_TOTAL)
-		return 0;
 	if (x->o->group & BIO_GROUP_PROCESS) {
 		key.fields |= LH_KEY_PID | LH_KEY_COMM;
 		key.pid = bk->tgid;
@@ -277,7 +285,30 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 		snprintf(key.op, sizeof(key.op), "%s", op_names[bk->op <= BIO_OP_OTHER ? bk->op :
 								  BIO_OP_OTHER]);
 	}
-	return lh_session_add_percpu(s, bio_kinds[bk->kind - 1].name, &key, values);
+	/* the comm lives in the first histogram's head */
+	for (int cpu = 0; (key.fields & LH_KEY_COMM) && !key.comm[0] && cpu < s->ncpus; cpu++) {
+		const struct lh_hist_head *h = (const void *)((const char *)values +
+			(size_t)cpu * lh_percpu_stride(s->value_size));
+
+		memcpy(key.comm, h->comm, sizeof(key.comm));
+	}
+	for (int kind = 0; kind < BIO_NR_HISTS && !err; kind++) {
+		const char *base = (const char *)values + (size_t)kind * hsz;
+		const uint64_t *slots;
+		uint64_t any = 0;
+
+		/* a key's queue or device histogram may be empty: leave it out */
+		for (int cpu = 0; cpu < s->ncpus && !any; cpu++) {
+			slots = (const void *)(base + (size_t)cpu * lh_percpu_stride(s->value_size) +
+					       sizeof(struct lh_hist_head));
+			for (uint32_t i = 0; i < LH_NSLOTS(x->o->c.precision); i++)
+				any |= slots[i];
+		}
+		if (any)
+			err = lh_session_add_percpu(s, bio_kinds[kind].name, &key, values,
+						    (size_t)kind * hsz);
+	}
+	return err;
 }
 
 static int read_hists(struct lh_session *s, uint32_t buf)

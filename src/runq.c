@@ -282,7 +282,7 @@ static int read_array(struct lh_session *s, uint32_t buf)
 		if (bpf_map_lookup_elem(fd, &idx, s->percpu_buf))
 			return -errno;
 		if (x->o->group != RUNQ_GROUP_CPU) {
-			if (lh_session_add_percpu(s, name, &key, s->percpu_buf))
+			if (lh_session_add_percpu(s, name, &key, s->percpu_buf, 0))
 				return -ENOMEM;
 		}
 		for (int cpu = 0; x->o->group == RUNQ_GROUP_CPU && cpu < s->ncpus; cpu++) {
@@ -323,7 +323,7 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 		key.fields |= LH_KEY_TID;
 		key.tid = rk->tid;
 	}
-	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values);
+	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
 }
 
 static int read_hists(struct lh_session *s, uint32_t buf)

@@ -218,7 +218,7 @@ void lh_session_free(struct lh_session *s)
 }
 
 int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
-			  const void *values)
+			  const void *values, size_t offset)
 {
 	size_t stride = lh_percpu_stride(s->value_size);
 	struct lh_hist *h = lh_report_add_hist(&s->report, name, key);
@@ -226,7 +226,7 @@ int lh_session_add_percpu(struct lh_session *s, const char *name, const struct l
 	if (!h)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < s->ncpus; cpu++)
-		lh_hist_add_raw(h, (const char *)values + (size_t)cpu * stride);
+		lh_hist_add_raw(h, (const char *)values + (size_t)cpu * stride + offset);
 	return 0;
 }
 

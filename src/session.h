@@ -61,8 +61,12 @@ void lh_session_free(struct lh_session *s);
 int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t buf_off, uint32_t buf,
 		  int (*add)(struct lh_session *s, const void *key, const void *values));
 
-/* Add every CPU's copy in values into a new histogram name/key; -ENOMEM. */
+/*
+ * Add every CPU's copy of the histogram at byte offset 'offset' of a per-CPU
+ * value (values: ncpus copies of value_size, 8-byte aligned) into a new
+ * histogram name/key; -ENOMEM.
+ */
 int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
-			  const void *values);
+			  const void *values, size_t offset);
 
 #endif /* LATHIST_SESSION_H */

@@ -58,11 +58,12 @@ static void run(struct bpf_program *p, unsigned long long a0, unsigned long long
 
 static void report(const char *step)
 {
-	size_t vsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0), stride = (vsz + 7) & ~7UL;
+	size_t hsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0), vsz = BIO_NR_HISTS * hsz;
+	size_t stride = (vsz + 7) & ~7UL;
 	struct lh_counters *pc = calloc((size_t)ncpus, sizeof(*pc));
 	char *vals = calloc((size_t)ncpus, stride);
 	unsigned long long v[LH_NR_COUNTERS] = {}, count = 0, bytes = 0, max = 0;
-	struct bio_hist_key key = { .kind = BIO_TOTAL };
+	struct bio_hist_key key = {};
 	unsigned int zero = 0;
 
 	bpf_map_lookup_elem(bpf_map__fd(bio->maps.lathist_counters), &zero, pc);	/* buffer 0 */
@@ -71,7 +72,8 @@ static void report(const char *step)
 			v[i] += pc[c].v[i];
 	if (!bpf_map_lookup_elem(bpf_map__fd(bio->maps.bio_hist), &key, vals)) {
 		for (int c = 0; c < ncpus; c++) {
-			struct lh_hist_head *h = (void *)(vals + (size_t)c * stride);
+			struct lh_hist_head *h = (void *)(vals + (size_t)c * stride +
+							  (BIO_TOTAL - 1) * hsz);
 			unsigned long long *slots = (void *)(h + 1);
 
 			for (unsigned int s = 0; s < LH_NSLOTS(0); s++)
@@ -95,7 +97,7 @@ static void report(const char *step)
 
 int main(void)
 {
-	size_t vsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0);
+	size_t vsz = BIO_NR_HISTS * (sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
 	unsigned long long r, r2;
 	struct timespec ms50 = { 0, 50000000 };
 

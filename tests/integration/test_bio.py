@@ -184,6 +184,7 @@ BAD = [
     (["--per-thread"], "unknown option '--per-thread'"),
     (["-p", "999999999"], "no such process"),
     (["--precision", "9"], "0 to 5"),
+    (["--precision", "5"], "0 to 4"),
     (["extra"], "unexpected argument"),
 ]
 

