@@ -92,42 +92,61 @@ static __always_inline bool current_selected(void)
 	return true;
 }
 
-/* Record a request's start, attributed to the current task. */
-static __always_inline struct bio_req *req_start(struct request *rq, __u64 now, bool at_issue,
-						 bool btf, struct lh_counters *c)
+/*
+ * Record a request's start, attributed to the current task; reads only what
+ * the grouping and filters need. Returns 0 (with the entry in *out when out is
+ * given) or -1 when the request is not traced (other disk, failure counted).
+ */
+static __always_inline int req_start(struct request *rq, __u64 now, bool at_issue, bool btf,
+				     struct lh_counters *c, struct bio_req **out)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 key = (__u64)rq;
 	struct bio_req init = {}, *r;
 	long err;
 
-	init.dev = rq_dev(rq, btf);
-	if (filter_dev && init.dev != filter_dev)
-		return NULL;	/* not this disk: its completion is filtered too */
+	if (filter_dev || (group & BIO_GROUP_DISK)) {
+		init.dev = rq_dev(rq, btf);
+		if (filter_dev && init.dev != filter_dev)
+			return -1;	/* not this disk: its completion is filtered too */
+	}
 	if (!current_selected())
 		init.flags |= BIO_REQ_FILTERED;
 	if (at_issue)
 		init.flags |= BIO_REQ_NO_QUEUE;
 	else
 		init.created_ns = now;
-	init.tgid = bpf_get_current_pid_tgid() >> 32;
-	init.birth_ns = task->group_leader->start_time;	/* trusted: direct loads */
-	init.op = rq_op(rq, btf);
-	bpf_get_current_comm(init.comm, sizeof(init.comm));
-	r = bpf_map_lookup_elem(&bio_requests, &key);
-	if (r) {
-		/* the struct was freed and reused: never issued means merged away
-		 * (kernels without block_rq_merge), issued means a missed completion */
-		c->v[r->issued_ns ? LH_LOSS_OVERWRITTEN : LH_EV_BIO_MERGED]++;
-		*r = init;
-		return r;
+	if (group & BIO_GROUP_OP)
+		init.op = rq_op(rq, btf);
+	if (group & BIO_GROUP_PROCESS) {
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		init.tgid = bpf_get_current_pid_tgid() >> 32;
+		init.birth_ns = task->group_leader->start_time;	/* trusted: direct loads */
+		bpf_get_current_comm(init.comm, sizeof(init.comm));
 	}
 	err = bpf_map_update_elem(&bio_requests, &key, &init, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		/* the struct was freed and reused: never issued means merged away
+		 * (kernels without block_rq_merge), issued means a missed completion */
+		r = bpf_map_lookup_elem(&bio_requests, &key);
+		if (!r)
+			return -1;
+		c->v[r->issued_ns ? LH_LOSS_OVERWRITTEN : LH_EV_BIO_MERGED]++;
+		*r = init;
+		if (out)
+			*out = r;
+		return 0;
+	}
 	if (err) {
 		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
-		return NULL;
+		return -1;
 	}
-	return bpf_map_lookup_elem(&bio_requests, &key);
+	if (out) {
+		*out = bpf_map_lookup_elem(&bio_requests, &key);
+		if (!*out)
+			return -1;
+	}
+	return 0;
 }
 
 static __always_inline int on_create(struct request *rq, bool btf)
@@ -137,7 +156,7 @@ static __always_inline int on_create(struct request *rq, bool btf)
 
 	if (!c)
 		return 0;
-	if (req_start(rq, bpf_ktime_get_ns(), false, btf, c))
+	if (!req_start(rq, bpf_ktime_get_ns(), false, btf, c, NULL))
 		c->v[LH_EV_BIO_CREATED]++;
 	return 0;
 }
@@ -156,8 +175,7 @@ static __always_inline int on_issue(struct request *rq, bool btf)
 	if (!r) {
 		/* not created while tracing (flush requests, or a request from before
 		 * tracing began): attribute it here, without a queue stage */
-		r = req_start(rq, now, true, btf, c);
-		if (!r)
+		if (req_start(rq, now, true, btf, c, &r))
 			return 0;
 		c->v[LH_EV_BIO_NO_QUEUE]++;
 	}

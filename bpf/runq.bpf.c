@@ -70,6 +70,12 @@ static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 	return TREAD(btf, t, on_cpu);
 }
 
+/* Switches of t so far: __schedule() counts one before tracing sched_switch. */
+static __always_inline __u64 switch_count(struct task_struct *t, bool btf)
+{
+	return TREAD(btf, t, nvcsw) + TREAD(btf, t, nivcsw);
+}
+
 static __always_inline bool task_selected(struct task_struct *t, __u32 tid, __u32 tgid)
 {
 	if (filter_tgid && tgid != filter_tgid)
@@ -158,8 +164,9 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	if (!s)
 		return 0;
 	if (s->ts) {
-		if (s->kind == RUNQ_PREEMPT) {
-			/* still queued since its preemption: that wait goes on */
+		/* still queued since its preemption (it has not been switched since):
+		 * that wait goes on. Otherwise its switch-in was missed: drop the start */
+		if (s->kind == RUNQ_PREEMPT && s->nsw == switch_count(p, btf)) {
 			c->v[LH_EV_WAKEUP_QUEUED]++;
 			return 0;
 		}
@@ -225,17 +232,8 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	if (!switch_has_prev_state)
 		prev_state = task_state(prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
-	if (!runnable) {
-		/* going to sleep: its wakeup starts the next wait. A start still here
-		 * means its switch-in was never seen (missed events): drop it, counted,
-		 * rather than let a later wakeup keep it */
-		s = start_get(prev, tid, btf, false, c);
-		if (s && s->ts) {
-			c->v[LH_LOSS_OVERWRITTEN]++;
-			s->ts = 0;
-		}
+	if (!runnable)		/* going to sleep: its wakeup starts the next wait */
 		return 0;
-	}
 	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, tid, tgid)) {
 		c->v[LH_EV_FILTERED]++;
@@ -249,6 +247,7 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	now = bpf_ktime_get_ns();
 	s->ts = now;
 	s->kind = RUNQ_PREEMPT;
+	s->nsw = switch_count(prev, btf);
 	c->v[LH_EV_STARTS_PREEMPT]++;
 	return now;
 }

@@ -22,6 +22,7 @@ enum runq_group {
 struct runq_start {
 	unsigned long long ts;		/* bpf_ktime_get_ns() at start, 0 = none */
 	unsigned long long birth_ns;	/* task start_time (raw_tp identity check) */
+	unsigned long long nsw;		/* preempt start: the task's nvcsw + nivcsw then */
 	unsigned int kind;		/* enum runq_kind */
 	unsigned int pad;
 };
