@@ -81,8 +81,9 @@ def prog_stats(tracers, load, prefixes):
     finally:
         subprocess.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={old}"], check=True)
     print("\nPer program (kernel.bpf_stats_enabled=1, which adds ~60 ns to every run):")
-    print(f"  {'program':24} {'runs':>10} {'ns/run':>8}")
+    print(f"  {'program':24} {'type':10} {'runs':>10} {'ns/run':>8}")
     for p in sorted(progs, key=lambda p: p.get("name", "")):
         name = p.get("name", "")
         if name.startswith(tuple(prefixes)) and p.get("run_cnt"):
-            print(f"  {name:24} {p['run_cnt']:10d} {p['run_time_ns'] / p['run_cnt']:8.0f}")
+            print(f"  {name:24} {p['type']:10} {p['run_cnt']:10d} "
+                  f"{p['run_time_ns'] / p['run_cnt']:8.0f}")

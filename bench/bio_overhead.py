@@ -7,7 +7,7 @@
    --attach raw_tp, a bpftrace biolatency on block tracepoints), each paired with a baseline
    run right before it, ROUNDS rounds; median IOPS loss per condition.
 2. Per program: run_time_ns / run_cnt with kernel.bpf_stats_enabled=1, lathist next to
-   the empty programs.
+   the empty programs and the bpftrace script's (named block_*).
 
 Environment: ROUNDS (7), SECONDS (4). Needs root, fio, bpftrace, losetup.
 """
@@ -75,8 +75,10 @@ def main():
         for name, l in loss.items():
             m = statistics.median(l)
             print(f"  {name:46} {100 * m:8.1f}% {m / (1 - m) * 1e9 / med:12.0f}")
-        prog_stats([Tracer([EMPTY, "block"], "attached"), Tracer([LATHIST, "bio"], "Tracing")],
-                   lambda: fio(dev), ("bio_", "empty_"))
+        prog_stats([Tracer([EMPTY, "block"], "attached"), Tracer([LATHIST, "bio"], "Tracing"),
+                    Tracer(["bpftrace", os.path.join(HERE, "biolatency_tp.bt")], "Attaching",
+                           "stdout", 1.0)],
+                   lambda: fio(dev), ("bio_", "empty_", "block_"))
     finally:
         subprocess.run(["losetup", "-d", dev])
         os.unlink(backing)

@@ -7,7 +7,7 @@
    paired differences, as ns added per context switch and as a ratio to runqlat.bt.
 2. Per program: run_time_ns / run_cnt from `bpftool prog show` with
    kernel.bpf_stats_enabled=1 (which itself adds ~60 ns per run), lathist next to
-   empty tp_btf programs in the same run.
+   empty tp_btf programs and runqlat.bt's programs (named sched_*) in the same run.
 3. Loader: CPU time of the lathist process while it traces ~100k switches/s
    (from /proc/PID/schedstat), and kernel map memory of the default mode (-v).
 
@@ -99,8 +99,11 @@ def main():
     print(f"lathist runq overhead on {os.uname().release}, {os.cpu_count()} CPUs, "
           f"{time.strftime('%Y-%m-%d')}")
     end_to_end()
-    prog_stats([Tracer([EMPTY, "sched"], "attached"), Tracer([LATHIST, "runq"], "Tracing")],
-               lambda: [pipe_bench() for _ in range(3)], ("runq_", "empty_"))
+    bt = runqlat_bt()
+    prog_stats([Tracer([EMPTY, "sched"], "attached"), Tracer([LATHIST, "runq"], "Tracing"),
+                Tracer(["bpftrace", bt], "Attaching", "stdout", 1.0)],
+               lambda: [pipe_bench() for _ in range(3)], ("runq_", "empty_", "sched_"))
+    os.unlink(bt)
     loader_cpu()
     map_memory()
 
