@@ -294,16 +294,12 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 	}
 	for (int kind = 0; kind < BIO_NR_HISTS && !err; kind++) {
 		const char *base = (const char *)values + (size_t)kind * hsz;
-		const uint64_t *slots;
-		uint64_t any = 0;
+		bool any = false;
 
 		/* a key's queue or device histogram may be empty: leave it out */
-		for (int cpu = 0; cpu < s->ncpus && !any; cpu++) {
-			slots = (const void *)(base + (size_t)cpu * lh_percpu_stride(s->value_size) +
-					       sizeof(struct lh_hist_head));
-			for (uint32_t i = 0; i < LH_NSLOTS(x->o->c.precision); i++)
-				any |= slots[i];
-		}
+		for (int cpu = 0; cpu < s->ncpus && !any; cpu++)
+			any = !lh_hist_raw_empty(base + (size_t)cpu * lh_percpu_stride(s->value_size),
+						 LH_NSLOTS(x->o->c.precision));
 		if (any)
 			err = lh_session_add_percpu(s, bio_kinds[kind].name, &key, values,
 						    (size_t)kind * hsz);
@@ -361,9 +357,7 @@ int bio_main(int argc, char **argv)
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;
 	}
-	s.hist_buf = &x.skel->bss->hist_buf;
-	s.enabled = &x.skel->bss->lh_enabled;
-	s.start_ns = &x.skel->bss->lh_start_ns;
+	LH_SESSION_BIND(&s, x.skel);
 	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;

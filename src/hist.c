@@ -64,6 +64,16 @@ void lh_hist_add_raw(struct lh_hist *h, const void *raw)
 		memcpy(h->key.comm, head->comm, sizeof(h->key.comm) - 1);
 }
 
+bool lh_hist_raw_empty(const void *raw, uint32_t nslots)
+{
+	const uint64_t *slots = (const uint64_t *)((const struct lh_hist_head *)raw + 1);
+
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i])
+			return false;
+	return true;
+}
+
 int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
 {
 	if (h->nslots != o->nslots)

@@ -68,6 +68,9 @@ void lh_hist_free(struct lh_hist *h);
  */
 void lh_hist_add_raw(struct lh_hist *h, const void *raw);
 
+/* Whether one CPU's BPF value (struct lh_hist_head, nslots u64) counts no event. */
+bool lh_hist_raw_empty(const void *raw, uint32_t nslots);
+
 /* h += o, slot by slot (same number of slots); max is the larger one. -EINVAL on mismatch. */
 int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o);
 

@@ -287,12 +287,8 @@ static int read_array(struct lh_session *s, uint32_t buf)
 		}
 		for (int cpu = 0; x->o->group == RUNQ_GROUP_CPU && cpu < s->ncpus; cpu++) {
 			const char *raw = (const char *)s->percpu_buf + (size_t)cpu * stride;
-			const uint64_t *slots = (const void *)(raw + sizeof(struct lh_hist_head));
-			uint64_t any = 0;
 
-			for (uint32_t i = 0; i < nslots; i++)
-				any |= slots[i];
-			if (!any)
+			if (lh_hist_raw_empty(raw, nslots))
 				continue;
 			key.fields = LH_KEY_CPU;
 			key.cpu = (uint32_t)cpu;
@@ -374,9 +370,7 @@ int runq_main(int argc, char **argv)
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;
 	}
-	s.hist_buf = &x.skel->bss->hist_buf;
-	s.enabled = &x.skel->bss->lh_enabled;
-	s.start_ns = &x.skel->bss->lh_start_ns;
+	LH_SESSION_BIND(&s, x.skel);
 	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
 		err = LH_EXIT_RUNTIME;
 		goto cleanup;

@@ -32,6 +32,14 @@ struct lh_session {
 	void *tool;			/* the tool's own context */
 };
 
+/* Point the session at a loaded skeleton's shared .bss variables (lathist.bpf.h). */
+#define LH_SESSION_BIND(s, skel)                          \
+	do {                                              \
+		(s)->hist_buf = &(skel)->bss->hist_buf;   \
+		(s)->enabled = &(skel)->bss->lh_enabled;  \
+		(s)->start_ns = &(skel)->bss->lh_start_ns; \
+	} while (0)
+
 /* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters);
  * from here on SIGINT/SIGTERM end the run cleanly. */
 void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
