@@ -138,7 +138,10 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 		return 0;
 	}
 	if (err) {
-		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
+		/* counted where the request is created; at issue the same request
+		 * would fail again (or it came before tracing: unpaired at the end) */
+		if (!at_issue)
+			lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
 		return -1;
 	}
 	if (out) {
@@ -200,8 +203,9 @@ static __always_inline void hist_one(void *base, __u32 kind, struct bio_req *r, 
 }
 
 /* One lookup per request for its key; queue_ns == ~0 when there is no queue
- * stage, dev_ns == ~0 when it never reached the driver. */
-static __always_inline void hist_record(struct bio_req *r, __u64 queue_ns, __u64 dev_ns,
+ * stage, dev_ns == ~0 when it never reached the driver. False (failure
+ * counted) when the map is full. */
+static __always_inline bool hist_record(struct bio_req *r, __u64 queue_ns, __u64 dev_ns,
 					__u64 total_ns, struct lh_counters *c, __u32 buf)
 {
 	struct bio_hist_key key = {};
@@ -218,7 +222,7 @@ static __always_inline void hist_record(struct bio_req *r, __u64 queue_ns, __u64
 		key.op = r->op;
 	h = lh_hist_keyed(&bio_hist, &key, c);
 	if (!h)
-		return;
+		return false;
 	if ((group & BIO_GROUP_PROCESS) && !h->comm[0])
 		__builtin_memcpy(h->comm, r->comm, sizeof(h->comm));
 	if (queue_ns != ~0ULL)
@@ -226,6 +230,7 @@ static __always_inline void hist_record(struct bio_req *r, __u64 queue_ns, __u64
 	if (dev_ns != ~0ULL)
 		hist_one(h, BIO_DEVICE, r, dev_ns);
 	hist_one(h, BIO_TOTAL, r, total_ns);
+	return true;
 }
 
 static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes, bool btf)
@@ -239,7 +244,9 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		return 0;
 	r = bpf_map_lookup_elem(&bio_requests, &key);
 	if (!r) {
-		if (!filter_dev || rq_dev(rq, btf) == filter_dev) {
+		if (filter_dev && rq_dev(rq, btf) != filter_dev) {
+			c->v[LH_EV_FILTERED]++;		/* another disk (--disk) */
+		} else {
 			c->v[LH_EV_ENDS]++;
 			c->v[LH_EV_BEFORE_TRACE]++;
 		}
@@ -262,8 +269,8 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		c->v[LH_EV_BIO_UNISSUED]++;
 		if (!lh_delta(c, r->created_ns, now, &total_ns))
 			goto out;
-		c->v[LH_EV_PAIRED]++;
-		hist_record(r, ~0ULL, ~0ULL, total_ns, c, buf);
+		if (hist_record(r, ~0ULL, ~0ULL, total_ns, c, buf))
+			c->v[LH_EV_PAIRED]++;
 		goto out;
 	}
 	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
@@ -275,8 +282,8 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 			goto out;
 		total_ns += queue_ns;
 	}
-	c->v[LH_EV_PAIRED]++;
-	hist_record(r, queue_ns, dev_ns, total_ns, c, buf);
+	if (hist_record(r, queue_ns, dev_ns, total_ns, c, buf))
+		c->v[LH_EV_PAIRED]++;
 out:
 	/* request structs are reused: a later request must not find this one */
 	bpf_map_delete_elem(&bio_requests, &key);

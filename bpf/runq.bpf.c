@@ -178,7 +178,8 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	return 0;
 }
 
-static __always_inline void hist_record(struct task_struct *t, __u32 tid, __u32 tgid,
+/* Add a wait to its histogram; false (failure counted) when the map is full. */
+static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 tgid,
 					__u32 kind, __u64 delta, bool btf,
 					struct lh_counters *c, __u32 buf)
 {
@@ -190,9 +191,10 @@ static __always_inline void hist_record(struct task_struct *t, __u32 tid, __u32 
 		__u32 idx = (kind - 1) + RUNQ_NR_HISTS * buf;
 
 		h = bpf_map_lookup_elem(&runq_hist, &idx);
-		if (h)
-			lh_hist_add(h, delta);
-		return;
+		if (!h)
+			return false;
+		lh_hist_add(h, delta);
+		return true;
 	}
 	key.kind = kind;
 	key.buf = buf;
@@ -206,7 +208,7 @@ static __always_inline void hist_record(struct task_struct *t, __u32 tid, __u32 
 	}
 	h = lh_hist_keyed(&runq_hist_keyed, &key, c);
 	if (!h)
-		return;
+		return false;
 	if (!h->comm[0]) {
 		if (group == RUNQ_GROUP_THREAD)
 			BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
@@ -214,6 +216,7 @@ static __always_inline void hist_record(struct task_struct *t, __u32 tid, __u32 
 			BPF_CORE_READ_STR_INTO(&h->comm, t, group_leader, comm);
 	}
 	lh_hist_add(h, delta);
+	return true;
 }
 
 /* prev leaves the CPU: a runnable prev starts a preemption wait. */
@@ -296,8 +299,9 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 		now = bpf_ktime_get_ns();
 	if (!lh_delta(c, ts, now, &delta))
 		return;
-	c->v[LH_EV_PAIRED]++;
-	hist_record(next, tid, tgid, kind, delta, btf, c, buf);
+	/* paired means in a histogram: a full map counts as hist_map_full instead */
+	if (hist_record(next, tid, tgid, kind, delta, btf, c, buf))
+		c->v[LH_EV_PAIRED]++;
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,

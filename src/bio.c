@@ -108,6 +108,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	lh_common_defaults(&o->c);
+	o->c.max_precision = BIO_MAX_PRECISION;
 	o->max_requests = 16384;
 	optind = 1;
 	opterr = 0;
@@ -132,6 +133,11 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			o->group |= BIO_GROUP_OP;
 			break;
 		case OPT_DISK:
+			if (o->disk[0]) {
+				lh_usage_error(TOOL, "--disk given twice; give one disk (or trace "
+					       "all of them with --per-disk)");
+				return -EINVAL;
+			}
 			if (bio_dev_of(optarg, &o->dev)) {
 				lh_usage_error(TOOL, "--disk '%s': no such block device; give a name "
 					       "from lsblk or /sys/class/block, e.g. vda", optarg);
@@ -155,12 +161,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist bio -h", argv[optind]);
 		return -EINVAL;
 	}
-	if (o->c.precision > BIO_MAX_PRECISION) {
-		lh_usage_error(TOOL, "--precision %u: bio keeps three histograms per key in one "
-			       "per-CPU value (32 KiB at most); give 0 to %d", o->c.precision,
-			       BIO_MAX_PRECISION);
-		return -EINVAL;
-	}
+
 	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
 }
 

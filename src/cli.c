@@ -17,7 +17,8 @@ const char lh_common_help[] =
 	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s); default: until Ctrl-C\n"
 	"  -i, --interval SEC     print (and write -o) every SEC seconds, then start afresh\n"
 	"  -u, --unit UNIT        histogram slot unit: ns, us (default) or ms\n"
-	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (default 0)\n"
+	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (bio: 0..4;\n"
+	"                         default 0)\n"
 	"  -p, --pid PID          only tasks of process PID\n"
 	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or\n"
 	"                         relative to the cgroup2 mount)\n"
@@ -50,6 +51,7 @@ void lh_common_defaults(struct lh_common_opts *o)
 	o->format = LH_FMT_TEXT;
 	o->attach = LH_ATTACH_AUTO;
 	o->max_keys = 10240;
+	o->max_precision = LH_MAX_PRECISION;
 }
 
 long lh_tgid_of(uint32_t id)
@@ -117,7 +119,13 @@ int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 {
 	long tgid;
-	int err = lh_parse_u32(arg, 1, 0x3fffffff, &o->pid);
+	int err;
+
+	if (o->pid) {
+		lh_usage_error(tool, "-p given twice; give one process (or trace all of them)");
+		return -EINVAL;
+	}
+	err = lh_parse_u32(arg, 1, 0x3fffffff, &o->pid);
 
 	if (err) {
 		lh_usage_error(tool, "-p '%s': not a process id; give a positive number", arg);
@@ -130,8 +138,12 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 		return -EINVAL;
 	}
 	if ((uint32_t)tgid != o->pid) {
-		lh_usage_error(tool, "-p %u: is a thread of process %ld; use -t %u or -p %ld",
-			       o->pid, tgid, o->pid, tgid);
+		if (o->has_tid_option)
+			lh_usage_error(tool, "-p %u: is a thread of process %ld; use -t %u or -p %ld",
+				       o->pid, tgid, o->pid, tgid);
+		else
+			lh_usage_error(tool, "-p %u: is a thread of process %ld; use -p %ld", o->pid,
+				       tgid, tgid);
 		return -EINVAL;
 	}
 	return 0;
@@ -139,9 +151,14 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 
 static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *tool)
 {
-	int err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
 	char mnt[4096];
+	int err;
 
+	if (o->cgroup[0]) {
+		lh_usage_error(tool, "--cgroup given twice; give one (its descendants are included)");
+		return -EINVAL;
+	}
+	err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
 	if (!err)
 		return 0;
 	if (lh_cgroup2_mount(mnt, sizeof(mnt)))
@@ -150,9 +167,13 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 	else if (err == -EMEDIUMTYPE)
 		lh_usage_error(tool, "--cgroup '%s': %s is not on a cgroup v2 file system; "
 			       "give a folder under %s", arg, o->cgroup, mnt);
+	else if (!strcmp(arg, o->cgroup))
+		lh_usage_error(tool, "--cgroup '%s': %s; give a cgroup v2 folder under %s", arg,
+			       strerror(-err), mnt);
 	else
 		lh_usage_error(tool, "--cgroup '%s': %s: %s; give a cgroup v2 folder under %s",
 			       arg, o->cgroup, strerror(-err), mnt);
+	o->cgroup[0] = 0;
 	return -EINVAL;
 }
 
@@ -212,11 +233,11 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->unit = o->unit_ns == 1 ? "ns" : o->unit_ns == 1000 ? "us" : "ms";
 		return 0;
 	case LH_OPT_PRECISION:
-		err = lh_parse_u32(arg, 0, LH_MAX_PRECISION, &o->precision);
+		err = lh_parse_u32(arg, 0, o->max_precision, &o->precision);
 		if (err) {
-			lh_usage_error(tool, "--precision '%s': %s; give 0 to %d", arg,
+			lh_usage_error(tool, "--precision '%s': %s; give 0 to %u", arg,
 				       err == -ERANGE ? "out of range" : "not a whole number",
-				       LH_MAX_PRECISION);
+				       o->max_precision);
 			return -EINVAL;
 		}
 		return 0;

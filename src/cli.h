@@ -31,6 +31,8 @@ struct lh_common_opts {
 	char cgroup[PATH_MAX];	/* "" = any cgroup */
 	uint64_t cgroup_id;	/* cgroup v2 id (kernfs node id) */
 	uint32_t max_keys;	/* entries of keyed histogram maps */
+	uint32_t max_precision;	/* the tool's limit (LH_MAX_PRECISION, bio less) */
+	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 
 enum {
@@ -56,7 +58,7 @@ enum {
 	{ "cgroup", required_argument, NULL, LH_OPT_CGROUP },      \
 	{ "max-keys", required_argument, NULL, LH_OPT_MAX_KEYS }
 
-/* Defaults: us, precision 0, text, auto attach, 10240 keys. */
+/* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
 void lh_common_defaults(struct lh_common_opts *o);
 
 /*

@@ -8,33 +8,33 @@
 #define B LH_TOOL_BIO
 #define A LH_TOOL_ALL
 static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
-	[LH_EV_ENDS] = { "events", "ends seen (runq: switch-ins of traced tasks; bio: final completions)", false, A },
-	[LH_EV_PAIRED] = { "paired", "ends paired with their start", false, A },
-	[LH_EV_STARTS_WAKEUP] = { "starts_wakeup", "wakeups recorded as a start", false, R },
-	[LH_EV_STARTS_PREEMPT] = { "starts_preempt", "preempted switch-outs recorded as a start", false, R },
-	[LH_EV_WAKEUP_RUNNING] = { "wakeup_while_running", "wakeups of a task still on a CPU (no wait followed)", false, R },
-	[LH_EV_WAKEUP_QUEUED] = { "wakeup_while_queued", "wakeups of a preempted task still queued (its wait goes on)", false, R },
-	[LH_EV_FILTERED] = { "filtered", "events rejected by filters (not a loss)", false, A },
-	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", "ends whose start came before tracing began (excluded, not a loss)", false, A },
-	[LH_EV_BIO_CREATED] = { "created", "requests created (block_io_start, or block_rq_insert before 6.5)", false, B },
-	[LH_EV_BIO_ISSUED] = { "issued", "requests issued to the driver (block_rq_issue)", false, B },
-	[LH_EV_BIO_NO_QUEUE] = { "no_queue_stage", "requests first seen at issue: device and total only", false, B },
-	[LH_EV_BIO_PARTIAL] = { "partial_completions", "completions of part of a request (counted once, at the end)", false, B },
-	[LH_EV_BIO_REQUEUED] = { "requeued", "requests issued again after a requeue (device time from the last issue)", false, B },
-	[LH_EV_BIO_MERGED] = { "merged", "requests merged into another before issue (counted with it)", false, B },
-	[LH_EV_BIO_UNISSUED] = { "completed_unissued", "requests completed without reaching the driver (e.g. empty flushes): total only", false, B },
-	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "ends whose start was never seen", true, A },
-	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced before their end", true, A },
-	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R },
-	[LH_LOSS_NEGATIVE] = { "negative_delta", "ends timestamped before their start", true, A },
-	[LH_LOSS_ABSURD] = { "absurd_delta", "deltas over one hour: broken pairings, not latencies", true, A },
-	[LH_LOSS_STORAGE] = { "storage_failed", "task storage could not be created", true, R },
-	[LH_LOSS_START_E2BIG] = { "start_map_full", "start map full (runq: raise --max-tasks; bio: --max-requests)", true, A },
-	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", "start map out of memory", true, A },
-	[LH_LOSS_START_OTHER] = { "start_map_error", "start map update failed (other errno)", true, A },
-	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A },
-	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A },
-	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A },
+	[LH_EV_ENDS] = { "events", "ends seen (runq: switch-ins of traced tasks; bio: final completions)", false, A, false },
+	[LH_EV_PAIRED] = { "paired", "ends paired with their start, all in the histograms", false, A, true },
+	[LH_EV_STARTS_WAKEUP] = { "starts_wakeup", "wakeups recorded as a start", false, R, false },
+	[LH_EV_STARTS_PREEMPT] = { "starts_preempt", "preempted switch-outs recorded as a start", false, R, false },
+	[LH_EV_WAKEUP_RUNNING] = { "wakeup_while_running", "wakeups of a task still on a CPU (no wait followed)", false, R, false },
+	[LH_EV_WAKEUP_QUEUED] = { "wakeup_while_queued", "wakeups of a preempted task still queued (its wait goes on)", false, R, false },
+	[LH_EV_FILTERED] = { "filtered", "events rejected by filters (not a loss)", false, A, false },
+	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", "ends with no record: began before tracing (or start not recordable, counted there)", false, A, true },
+	[LH_EV_BIO_CREATED] = { "created", "requests created (block_io_start, or block_rq_insert before 6.5)", false, B, false },
+	[LH_EV_BIO_ISSUED] = { "issued", "requests issued to the driver (block_rq_issue)", false, B, false },
+	[LH_EV_BIO_NO_QUEUE] = { "no_queue_stage", "requests first seen at issue: device and total only", false, B, false },
+	[LH_EV_BIO_PARTIAL] = { "partial_completions", "completions of part of a request (counted once, at the end)", false, B, false },
+	[LH_EV_BIO_REQUEUED] = { "requeued", "requests issued again after a requeue (device time from the last issue)", false, B, false },
+	[LH_EV_BIO_MERGED] = { "merged", "requests merged into another before issue (counted with it)", false, B, false },
+	[LH_EV_BIO_UNISSUED] = { "completed_unissued", "requests completed without reaching the driver (e.g. empty flushes): total only", false, B, false },
+	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "ends whose start was never seen", true, A, true },
+	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced before their end", true, A, false },
+	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R, false },
+	[LH_LOSS_NEGATIVE] = { "negative_delta", "ends timestamped before their start", true, A, true },
+	[LH_LOSS_ABSURD] = { "absurd_delta", "deltas over one hour: broken pairings, not latencies", true, A, true },
+	[LH_LOSS_STORAGE] = { "storage_failed", "task storage could not be created", true, R, false },
+	[LH_LOSS_START_E2BIG] = { "start_map_full", "start map full (runq: raise --max-tasks; bio: --max-requests)", true, A, false },
+	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", "start map out of memory", true, A, false },
+	[LH_LOSS_START_OTHER] = { "start_map_error", "start map update failed (other errno)", true, A, false },
+	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A, true },
+	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A, true },
+	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A, true },
 };
 #undef R
 #undef B
@@ -87,7 +87,7 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 
 		if (!infos[i].loss || !v[i])
 			continue;
-		if (events) {
+		if (events && infos[i].of_events) {
 			char share[16];
 
 			if (asprintf(&r, "%s: %llu (%s of events)", infos[i].name,

@@ -16,6 +16,7 @@ struct lh_counter_info {
 	const char *desc;	/* one line for the text footer */
 	bool loss;		/* keeps an event out of the histograms */
 	unsigned int tools;	/* enum lh_tool_bit: shown for these tools only */
+	bool of_events;		/* counted at ends: a part of "events", shown with a share */
 };
 
 /* Info for counter i (0 <= i < LH_NR_COUNTERS). */

@@ -165,7 +165,7 @@ static void print_losses(FILE *f, const struct lh_report *r)
 			continue;
 		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
 		/* a share only for what is a part of the events */
-		if (events && (ci->loss || i == LH_EV_PAIRED || i == LH_EV_BEFORE_TRACE))
+		if (events && ci->of_events)
 			fprintf(f, " %8s", lh_share(v[i], events, share, sizeof(share)));
 		else
 			fprintf(f, " %8s", "");

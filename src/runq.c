@@ -60,6 +60,10 @@ static int parse_cpus(struct runq_opts *o, const char *arg)
 	long bad = -1;
 	int err;
 
+	if (o->cpus_set) {
+		lh_usage_error(TOOL, "--cpus given twice; give one list, e.g. 0-3,7");
+		return -EINVAL;
+	}
 	err = lh_parse_cpulist(arg, o->cpu_mask, RUNQ_MAX_CPUS / 64, ncpus, &bad);
 	if (err == -ERANGE) {
 		lh_usage_error(TOOL, "--cpus '%s': CPU %ld does not exist; this machine has CPUs 0-%d",
@@ -79,6 +83,10 @@ static int parse_tid(struct runq_opts *o, const char *arg)
 {
 	char path[64];
 
+	if (o->tid) {
+		lh_usage_error(TOOL, "-t given twice; give one thread (or trace all of them)");
+		return -EINVAL;
+	}
 	if (lh_parse_u32(arg, 1, 0x3fffffff, &o->tid)) {
 		lh_usage_error(TOOL, "-t '%s': not a thread id; give a positive number", arg);
 		return -EINVAL;
@@ -118,6 +126,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	lh_common_defaults(&o->c);
+	o->c.has_tid_option = true;
 	o->max_tasks = 32768;
 	optind = 1;
 	opterr = 0;

@@ -90,7 +90,8 @@ static void record_maps(struct lh_session *s)
 	}
 	if (s->c->verbose)
 		fprintf(stderr, "maps: %.1f KiB kernel memory (memlock as the kernel reports it; "
-			"task storage grows per traced task)\n", (double)total / 1024);
+			"elements of task storage and no-prealloc maps are allocated on demand)\n",
+			(double)total / 1024);
 }
 
 int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value_size)

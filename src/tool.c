@@ -57,7 +57,9 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 		err = lh_write_atomic(o->output, buf, len);
 		if (err)
 			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
-				"is unchanged)\n", r->meta.tool, o->output, strerror(-err));
+				"is unchanged)\n", r->meta.tool, o->output,
+				err == -EINVAL ? "it is no longer a regular file" :
+				err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
 		err = errno ? -errno : -EIO;
 		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", r->meta.tool,

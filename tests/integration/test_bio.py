@@ -183,8 +183,9 @@ BAD = [
     (["--max-requests", "0"], "--max-requests"),
     (["--per-thread"], "unknown option '--per-thread'"),
     (["-p", "999999999"], "no such process"),
-    (["--precision", "9"], "0 to 5"),
+    (["--precision", "9"], "0 to 4"),
     (["--precision", "5"], "0 to 4"),
+    (["--disk", "vda", "--disk", "vda"], "given twice"),
     (["extra"], "unexpected argument"),
 ]
 
@@ -217,3 +218,35 @@ def test_partial_completion_and_pointer_reuse():
     check(s["total_max_ns"] < 50_000_000, f"paired with the old start: max {s['total_max_ns']} ns")
     s = steps["merged_then_unknown_completion"]
     check(s["merged"] == 2 and s["before_trace"] == 1 and s["total_count"] == 3, f"merge {s}")
+
+
+def test_full_maps_are_losses():
+    """Maps too small lose requests: counted once each, flagged, and `paired` still
+    equals what the histograms hold. Two processes per device, each its own key."""
+    with LoopDevice() as a, LoopDevice() as b:
+        works = [Workload("direct", d.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK)
+                 for d in (a, a, b, b)]
+        for w in works:
+            w.start()
+        keys = Lathist("bio", "-f", "json", "--per-process", "--max-keys", "1", "--disk",
+                       a.name).start()
+        reqs = Lathist("bio", "-f", "json", "--max-requests", "1", "--disk", b.name).start()
+        for w in works:
+            w.go()
+        for w in works:
+            w.wait()
+        docs = [json.loads(t.stop()[1]) for t in (keys, reqs)]
+    loss = docs[0]["loss"]
+    check(loss["hist_map_full"] > 0, f"--max-keys 1 with two processes: {loss}")
+    check(loss["paired"] == sum(h["count"] for h in docs[0]["histograms"] if h["name"] == "total"),
+          f"paired {loss['paired']} != histograms' total")
+    check(loss["paired"] + loss["hist_map_full"] == 2 * (READS + WRITES), f"keys: {loss}")
+    check(docs[0]["bias"]["flag"], "a full histogram map is not flagged")
+    loss = docs[1]["loss"]
+    check(loss["start_map_full"] > 0, f"--max-requests 1 with two processes: {loss}")
+    # the device was idle before: every request whose insert failed at creation ends
+    # either unpaired or, recorded at issue when the entry freed up, without queue stage
+    check(loss["start_map_full"] == loss["unpaired_before_trace"] + loss["no_queue_stage"] and
+          loss["paired"] + loss["unpaired_before_trace"] == 2 * (READS + WRITES) ==
+          loss["events"], f"requests: {loss}")
+    check(docs[1]["bias"]["flag"], "a full request map is not flagged")

@@ -408,6 +408,8 @@ BAD = [
     (["--attach", "kprobe"], 2, "unknown attach type"),
     (["--per-thread", "--per-cpu"], 2, "only one of"),
     (["extra"], 2, "unexpected argument"),
+    (["-p", "1", "-p", "1"], 2, "given twice"),
+    (["--cpus", "0", "--cpus", "0"], 2, "given twice"),
 ]
 
 
@@ -439,3 +441,18 @@ def test_not_root():
     check("needs root" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
           f"stderr: {p.stderr!r}")
     check("libbpf" not in p.stderr, "libbpf noise")
+
+
+def test_full_maps_are_losses():
+    """A full histogram map or start map loses events: counted once, flagged, and
+    `paired` still equals what the histograms hold."""
+    for args in (["--per-thread", "--max-keys", "2"],
+                 ["--attach", "raw_tp", "--max-tasks", "2"]):
+        rows, doc = traced(Workload("mix", CPU, 2, 1, 300), *args, pid_filter=False)
+        loss = doc["loss"]
+        full = loss["hist_map_full"] if "--max-keys" in args else loss["start_map_full"]
+        check(full > 0, f"{args}: map never full: {loss}")
+        check(loss["paired"] == sum(h["count"] for h in doc["histograms"]),
+              f"{args}: paired {loss['paired']} != histograms' total")
+        check(doc["bias"]["flag"] and any("_map_full" in r for r in doc["bias"]["reasons"]),
+              f"{args}: not flagged: {doc['bias']}")
