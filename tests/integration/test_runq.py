@@ -285,14 +285,18 @@ def test_per_process_and_per_cpu():
     count = sum(h["count"] for h in doc["histograms"])
     want = sum(r["pcount"] for r in rows)
     # the main thread's few waits (thread creation, join) come on top
-    check(want <= count <= want + 20, f"process count {count} vs threads' pcount {want}")
+    check(want - doc["loss"]["lost"] <= count <= want + 20,
+          f"process count {count} vs threads' pcount {want}")
 
     rows, doc = traced(Workload("mix", CPU, 2, 1, 800), "--per-cpu")
     cpus = {}
     for h in doc["histograms"]:
         cpus[h["key"]["cpu"]] = cpus.get(h["key"]["cpu"], 0) + h["count"]
     want = sum(r["pcount"] for r in rows)
-    check(cpus.get(CPU, 0) >= want, f"cpu {CPU}: {cpus.get(CPU, 0)} waits, threads' pcount {want}")
+    # a new thread's first run may end on another CPU (glibc applies the affinity from
+    # the thread itself); the main thread's few waits come on top
+    check(sum(cpus.values()) >= want - doc["loss"]["lost"],
+          f"{sum(cpus.values())} waits on all CPUs, threads' pcount {want}: {cpus}")
     check(sum(cpus.values()) - cpus.get(CPU, 0) <= 20,
           f"waits on other CPUs than the pinned one: {cpus}")
 
