@@ -70,9 +70,24 @@ int lh_check_btf(char *msg, size_t len)
 	return -ENOENT;
 }
 
+/* vmlinux BTF, parsed once per process (several MB: not once per question) */
+static struct btf *vmlinux_btf(void)
+{
+	static struct btf *btf;
+	static bool tried;
+
+	if (!tried) {
+		tried = true;
+		btf = btf__load_vmlinux_btf();
+		if (libbpf_get_error(btf))
+			btf = NULL;
+	}
+	return btf;
+}
+
 int lh_tp_nargs(const char *tp)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	struct btf *btf = vmlinux_btf();
 	const struct btf_type *t;
 	char name[128];
 	int id, n = -ENOENT;
@@ -89,7 +104,6 @@ int lh_tp_nargs(const char *tp)
 		if (t && btf_is_func_proto(t))
 			n = btf_vlen(t) - 1;			/* minus void *__data */
 	}
-	btf__free(btf);
 	return n;
 }
 
