@@ -65,7 +65,7 @@ static double in_unit(uint64_t ns, uint64_t unit_ns)
 	return (double)ns / (double)unit_ns;
 }
 
-static void print_slot_range(FILE *f, const struct lh_hist *h, int s, const struct lh_meta *m)
+static void print_slot_range(FILE *f, int s, const struct lh_meta *m)
 {
 	uint64_t lo = lh_slot_lo((uint32_t)s, m->scheme.precision);
 	uint64_t hi = lh_slot_hi((uint32_t)s, m->scheme.precision);
@@ -74,7 +74,6 @@ static void print_slot_range(FILE *f, const struct lh_hist *h, int s, const stru
 		fprintf(f, "[%" PRIu64 ", inf)", lo);
 	else
 		fprintf(f, "[%" PRIu64 ", %" PRIu64 ")", lo, hi);
-	(void)h;
 }
 
 static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m)
@@ -121,7 +120,7 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		fprintf(f, "  %s ", lh_percentiles[i].name);
-		print_slot_range(f, h, lh_hist_quantile_slot(h, lh_percentiles[i].permille), m);
+		print_slot_range(f, lh_hist_quantile_slot(h, lh_percentiles[i].permille), m);
 	}
 	fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns), m->unit);
 }
