@@ -245,8 +245,10 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	return value_size;
 }
 
-static int attach(struct bio_bpf *s, bool verbose)
+static int attach(void *skel, bool verbose)
 {
+	struct bio_bpf *s = skel;
+
 	/* completion first, creation last: no start is recorded whose end is missed */
 	struct lh_prog_link order[] = {
 		{ s->progs.bio_complete_btf, &s->links.bio_complete_btf },
@@ -353,21 +355,10 @@ int bio_main(int argc, char **argv)
 	}
 	value_size = configure(x.skel, &o, &plan);
 	err = bio_bpf__load(x.skel);
-	if (err) {
-		lh_load_error(TOOL, err, o.c.verbose);
-		err = LH_EXIT_RUNTIME;
-		goto cleanup;
-	}
-	LH_SESSION_BIND(&s, x.skel);
-	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
-		err = LH_EXIT_RUNTIME;
-		goto cleanup;
-	}
-	lh_session_attached(&s, plan.btf ? "block I/O latency (tp_btf)" :
-					   "block I/O latency (raw_tp)");
-	err = lh_session_run(&s) ? LH_EXIT_RUNTIME : LH_EXIT_OK;
-cleanup:
-	lh_session_free(&s);
+	if (!err)
+		LH_SESSION_BIND(&s, x.skel);
+	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel,
+			      plan.btf ? "block I/O latency (tp_btf)" : "block I/O latency (raw_tp)");
 	bio_bpf__destroy(x.skel);
 	return err;
 }

@@ -256,8 +256,10 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf)
 	return value_size;
 }
 
-static int attach(struct runq_bpf *s, bool verbose)
+static int attach(void *skel, bool verbose)
 {
+	struct runq_bpf *s = skel;
+
 	/* switch first: a wakeup seen before the switch program would leave a start
 	 * whose switch-in is missed (and nothing records before lh_enabled anyway) */
 	struct lh_prog_link order[] = {
@@ -374,20 +376,10 @@ int runq_main(int argc, char **argv)
 	}
 	value_size = configure(x.skel, &o, btf);
 	err = runq_bpf__load(x.skel);
-	if (err) {
-		lh_load_error(TOOL, err, o.c.verbose);
-		err = LH_EXIT_RUNTIME;
-		goto cleanup;
-	}
-	LH_SESSION_BIND(&s, x.skel);
-	if (lh_session_loaded(&s, x.skel->obj, value_size) || attach(x.skel, o.c.verbose)) {
-		err = LH_EXIT_RUNTIME;
-		goto cleanup;
-	}
-	lh_session_attached(&s, btf ? "runqueue latency (tp_btf)" : "runqueue latency (raw_tp)");
-	err = lh_session_run(&s) ? LH_EXIT_RUNTIME : LH_EXIT_OK;
-cleanup:
-	lh_session_free(&s);
+	if (!err)
+		LH_SESSION_BIND(&s, x.skel);
+	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel,
+			      btf ? "runqueue latency (tp_btf)" : "runqueue latency (raw_tp)");
 	runq_bpf__destroy(x.skel);
 	return err;
 }

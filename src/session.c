@@ -218,6 +218,22 @@ void lh_session_free(struct lh_session *s)
 	s->percpu_buf = NULL;
 }
 
+int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
+		    size_t value_size, int (*attach)(void *skel, bool verbose), void *skel,
+		    const char *what)
+{
+	int rc = LH_EXIT_RUNTIME;
+
+	if (load_err)
+		lh_load_error(s->report.meta.tool, load_err, s->c->verbose);
+	else if (!lh_session_loaded(s, obj, value_size) && !attach(skel, s->c->verbose)) {
+		lh_session_attached(s, what);
+		rc = lh_session_run(s) ? LH_EXIT_RUNTIME : LH_EXIT_OK;
+	}
+	lh_session_free(s);
+	return rc;
+}
+
 int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
 			  const void *values, size_t offset)
 {

@@ -62,6 +62,17 @@ int lh_session_run(struct lh_session *s);
 void lh_session_free(struct lh_session *s);
 
 /*
+ * Everything after a tool's skeleton load, the same for every tool: diagnose a
+ * failed load (load_err, negative errno), size buffers and record the maps,
+ * attach (attach(skel, verbose)), enable, trace, free the session. The tool
+ * binds the .bss variables (LH_SESSION_BIND) after a successful load and
+ * destroys its skeleton afterwards. Returns the exit status.
+ */
+int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
+		    size_t value_size, int (*attach)(void *skel, bool verbose), void *skel,
+		    const char *what);
+
+/*
  * Walk a per-CPU hash of histograms: for every key whose byte at buf_off equals
  * buf, call add(s, key, values) with all CPUs' values (ncpus * stride bytes),
  * then delete the key. Returns 0 or the first negative errno of add.
