@@ -66,7 +66,7 @@ $(OUT)/tests:
 $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) $(TOOL_OBJS) $(HEADERS) | $(OUT)/tests
 	$(CC) $(CFLAGS) $< $(LIB_OBJS) $(TOOL_OBJS) $(LIBS) -lcmocka -o $@
 
-$(OUT)/tests/%: tests/workload/%.c | $(OUT)/tests
+$(OUT)/tests/%: tests/workload/%.c tests/workload/workload.h | $(OUT)/tests
 	$(CC) -O2 -g -Wall -Wextra -std=gnu11 -D_GNU_SOURCE $< -lpthread -o $@
 
 # BPF test helpers and the synthetic-request runner (C10)

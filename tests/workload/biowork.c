@@ -16,16 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void wait_go(void)
-{
-	char buf[16];
-
-	printf("ready %d\n", getpid());
-	fflush(stdout);
-	if (!fgets(buf, sizeof(buf), stdin))
-		exit(1);
-}
+#include "workload.h"
 
 static int run_direct(const char *dev, long nr, long rsize, long nw, long wsize)
 {

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "workload.h"
 
 static uint64_t now_ns(void)
 {
@@ -123,16 +124,6 @@ static void report(const char *role, int index)
 	if (off + (unsigned long)n > REPORT_BYTES)
 		_exit(3);
 	memcpy(reports + off, line, (size_t)n);
-}
-
-static void wait_go(void)
-{
-	char buf[16];
-
-	printf("ready %d\n", getpid());
-	fflush(stdout);
-	if (!fgets(buf, sizeof(buf), stdin))
-		exit(1);
 }
 
 /* ---- mix ---- */
