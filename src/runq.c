@@ -218,7 +218,7 @@ static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
 		lh_meta_add_filter(m, "cpus", false, "%s", o->cpus);
 }
 
-static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf)
+static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool has_storage)
 {
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
 	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
@@ -242,7 +242,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf)
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
-	if (!btf && !lh_probe_tp_btf_task_storage())
+	if (!has_storage)	/* the map would fail to create; the raw_tp programs do not use it */
 		bpf_map__set_autocreate(s->maps.runq_task_start, false);
 
 	bpf_program__set_autoload(s->progs.runq_wakeup_btf, btf);
@@ -350,7 +350,7 @@ int runq_main(int argc, char **argv)
 	struct runq_ctx x = { .o = &o };
 	struct lh_session s;
 	size_t value_size;
-	bool btf;
+	bool btf, has_storage;
 	int err;
 
 	err = runq_parse_args(argc, argv, &o);
@@ -358,7 +358,8 @@ int runq_main(int argc, char **argv)
 		return err > 0 ? LH_EXIT_OK : LH_EXIT_USAGE;
 	if (lh_preflight(TOOL, &o.c))
 		return LH_EXIT_RUNTIME;
-	btf = lh_probe_tp_btf_task_storage();
+	has_storage = lh_probe_tp_btf_task_storage();
+	btf = has_storage;
 	if (o.c.attach == LH_ATTACH_TP_BTF && !btf) {
 		fprintf(stderr, "lathist runq: --attach tp_btf: this kernel lacks BPF task storage "
 			"(5.11+); use --attach raw_tp\n");
@@ -374,7 +375,7 @@ int runq_main(int argc, char **argv)
 		fprintf(stderr, "lathist runq: cannot open the BPF object: %s\n", strerror(errno));
 		return LH_EXIT_RUNTIME;
 	}
-	value_size = configure(x.skel, &o, btf);
+	value_size = configure(x.skel, &o, btf, has_storage);
 	err = runq_bpf__load(x.skel);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
