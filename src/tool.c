@@ -101,8 +101,10 @@ void lh_bad_option(const char *tool, int opt, char **argv)
 
 	if (opt == ':')
 		lh_usage_error(tool, "option '%s' needs a value; see lathist %s -h", arg, tool);
-	else if (optopt)
+	else if (optopt > 0 && optopt < 0x80 && arg[0] == '-' && arg[1] != '-')
 		lh_usage_error(tool, "unknown option '-%c'; see lathist %s -h", optopt, tool);
+	else if (optopt)	/* a long option given a value it does not take */
+		lh_usage_error(tool, "option '%s' takes no value; see lathist %s -h", arg, tool);
 	else
 		lh_usage_error(tool, "unknown option '%s'; see lathist %s -h", arg, tool);
 }

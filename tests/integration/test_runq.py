@@ -416,6 +416,7 @@ BAD = [
     (["-u", "s"], 2, "unknown unit"),
     (["--attach", "kprobe"], 2, "unknown attach type"),
     (["--per-thread", "--per-cpu"], 2, "only one of"),
+    (["--per-cpu=1"], 2, "takes no value"),
     (["extra"], 2, "unexpected argument"),
     (["-p", "1", "-p", "1"], 2, "given twice"),
     (["--cpus", "0", "--cpus", "0"], 2, "given twice"),
