@@ -175,8 +175,8 @@ static void print_losses(FILE *f, const struct lh_report *r)
 		fputs("no loss: every paired event is in the histograms\n", f);
 		return;
 	}
-	fprintf(f, "WARNING: %" PRIu64 " event%s lost: ", lh_counters_lost(v),
-		lh_counters_lost(v) == 1 ? "" : "s");
+	fprintf(f, "WARNING: %" PRIu64 " loss%s counted: ", lh_counters_lost(v),
+		lh_counters_lost(v) == 1 ? "" : "es");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s%s", i ? "; " : "", reasons[i]);
 		free(reasons[i]);
