@@ -92,9 +92,12 @@ static __always_inline bool current_selected(void)
 	return true;
 }
 
+/* Does the request need this field: for its histogram key, or for a record? */
+#define WANT(g) ((group & (g)) || slower_than_ns != ~0ULL)
+
 /*
  * Record a request's start, attributed to the current task; reads only what
- * the grouping and filters need. Returns 0 (with the entry in *out when out is
+ * the grouping, the filters and records need. Returns 0 (with the entry in *out when out is
  * given) or -1 when the request is not traced (other disk, failure counted).
  */
 static __always_inline int req_start(struct request *rq, __u64 now, bool at_issue, bool btf,
@@ -104,7 +107,7 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 	struct bio_req init = {}, *r;
 	long err;
 
-	if (filter_dev || (group & BIO_GROUP_DISK)) {
+	if (filter_dev || WANT(BIO_GROUP_DISK)) {
 		init.dev = rq_dev(rq, btf);
 		if (filter_dev && init.dev != filter_dev)
 			return -1;	/* not this disk: its completion is filtered too */
@@ -115,9 +118,9 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 		init.flags |= BIO_REQ_NO_QUEUE;
 	else
 		init.created_ns = now;
-	if (group & BIO_GROUP_OP)
+	if (WANT(BIO_GROUP_OP))
 		init.op = rq_op(rq, btf);
-	if (group & BIO_GROUP_PROCESS) {
+	if (WANT(BIO_GROUP_PROCESS)) {
 		struct task_struct *task = bpf_get_current_task_btf();
 
 		init.tgid = bpf_get_current_pid_tgid() >> 32;
@@ -233,6 +236,28 @@ static __always_inline bool hist_record(struct bio_req *r, __u64 queue_ns, __u64
 	return true;
 }
 
+/* A record of this request for the ring buffer, when it passes --slower-than. */
+static __always_inline void record_request(struct bio_req *r, __u64 now, __u64 queue_ns,
+					   __u64 dev_ns, __u64 total_ns, struct lh_counters *c)
+{
+	struct bio_record *e = lh_record_reserve(c, total_ns, sizeof(*e));
+
+	if (!e)
+		return;
+	e->type = LH_REC_BIO;
+	e->op = r->op;
+	e->ts_ns = now;
+	e->total_ns = total_ns;
+	e->queue_ns = queue_ns;
+	e->device_ns = dev_ns;
+	e->pid = r->tgid;
+	e->dev = r->dev;
+	e->bytes = r->bytes;
+	e->pad = 0;
+	__builtin_memcpy(e->comm, r->comm, sizeof(e->comm));
+	lh_record_submit(e);
+}
+
 static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes, bool btf)
 {
 	__u64 key = (__u64)rq, now, dev_ns, queue_ns, total_ns;
@@ -271,6 +296,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 			goto out;
 		if (hist_record(r, ~0ULL, ~0ULL, total_ns, c, buf))
 			c->v[LH_EV_PAIRED]++;
+		record_request(r, now, ~0ULL, ~0ULL, total_ns, c);
 		goto out;
 	}
 	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
@@ -284,6 +310,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 	}
 	if (hist_record(r, queue_ns, dev_ns, total_ns, c, buf))
 		c->v[LH_EV_PAIRED]++;
+	record_request(r, now, queue_ns, dev_ns, total_ns, c);
 out:
 	/* request structs are reused: a later request must not find this one */
 	bpf_map_delete_elem(&bio_requests, &key);

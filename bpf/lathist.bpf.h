@@ -8,6 +8,7 @@
 
 #include "hist_slot.h"
 #include "counters.h"
+#include "records.h"
 
 #ifndef E2BIG
 #define E2BIG 7
@@ -84,6 +85,49 @@ static __always_inline void lh_count_map_err(struct lh_counters *c, int base, lo
 
 /* Options every tool shares, set by the loader. */
 const volatile __u64 filter_cgroup_id;	/* cgroup v2 id; 0 = any */
+const volatile __u64 slower_than_ns = ~0ULL;	/* a record per event >= this; ~0 = none */
+const volatile __u64 rb_wakeup_bytes;	/* wake the consumer once this much waits */
+
+/* Per-event records (--slower-than); size set by the loader (--ringbuf-size). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} lathist_events SEC(".maps");
+
+/*
+ * Reserve a record for an event of latency_ns when it passes --slower-than:
+ * every eligible event is counted, every failed reserve too (the histograms
+ * count the event either way). NULL when no record is to be written.
+ */
+static __always_inline void *lh_record_reserve(struct lh_counters *c, __u64 latency_ns,
+					       __u64 size)
+{
+	void *r;
+
+	if (latency_ns < slower_than_ns)
+		return NULL;
+	c->v[LH_EV_RB_ELIGIBLE]++;
+	r = bpf_ringbuf_reserve(&lathist_events, size, 0);
+	if (!r)
+		c->v[LH_LOSS_RINGBUF]++;
+	return r;
+}
+
+/*
+ * Submit without waking the consumer until rb_wakeup_bytes are waiting (it
+ * polls every 100 ms anyway, so batching delays records, never loses them);
+ * rb_wakeup_bytes 0 leaves it to the kernel (wake when the consumer has
+ * caught up), kept for bench/ringbuf_wakeup.py to compare.
+ */
+static __always_inline void lh_record_submit(void *r)
+{
+	__u64 flags = 0;
+
+	if (rb_wakeup_bytes)
+		flags = bpf_ringbuf_query(&lathist_events, BPF_RB_AVAIL_DATA) >= rb_wakeup_bytes ?
+			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(r, flags);
+}
 
 /* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
 #define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))

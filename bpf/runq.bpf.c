@@ -174,6 +174,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	}
 	s->ts = bpf_ktime_get_ns();
 	s->kind = RUNQ_WAKEUP;
+	s->cpu = bpf_get_smp_processor_id();
 	c->v[LH_EV_STARTS_WAKEUP]++;
 	return 0;
 }
@@ -250,17 +251,42 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	now = bpf_ktime_get_ns();
 	s->ts = now;
 	s->kind = RUNQ_PREEMPT;
+	s->cpu = bpf_get_smp_processor_id();
 	s->nsw = switch_count(prev, btf);
 	c->v[LH_EV_STARTS_PREEMPT]++;
 	return now;
 }
 
 /* next gets the CPU: the end of its wait. */
-static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bool btf,
-					 struct lh_counters *c, __u32 buf)
+/* A record of this wait for the ring buffer, when it passes --slower-than. */
+static __always_inline void record_wait(struct task_struct *prev, struct task_struct *next,
+					__u32 tid, __u32 tgid, __u32 kind, __u32 start_cpu,
+					__u64 now, __u64 delta, bool btf, struct lh_counters *c)
+{
+	struct runq_record *r = lh_record_reserve(c, delta, sizeof(*r));
+
+	if (!r)
+		return;
+	r->type = LH_REC_RUNQ;
+	r->kind = kind;
+	r->ts_ns = now;
+	r->latency_ns = delta;
+	r->pid = tgid;
+	r->tid = tid;
+	r->cpu = bpf_get_smp_processor_id();
+	r->start_cpu = start_cpu;
+	r->prev_tid = TREAD(btf, prev, pid);
+	r->pad = 0;
+	BPF_CORE_READ_STR_INTO(&r->comm, next, comm);
+	BPF_CORE_READ_STR_INTO(&r->prev_comm, prev, comm);
+	lh_record_submit(r);
+}
+
+static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
+					 __u64 now, bool btf, struct lh_counters *c, __u32 buf)
 {
 	struct runq_start *s;
-	__u32 tid, tgid, kind;
+	__u32 tid, tgid, kind, start_cpu;
 	__u64 ts, delta;
 
 	tid = TREAD(btf, next, pid);
@@ -290,6 +316,7 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 	}
 	ts = s->ts;
 	kind = s->kind;
+	start_cpu = s->cpu;
 	s->ts = 0;
 	if (!ts || (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
 		c->v[LH_LOSS_UNPAIRED]++;
@@ -302,6 +329,7 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 now, bo
 	/* paired means in a histogram: a full map counts as hist_map_full instead */
 	if (hist_record(next, tid, tgid, kind, delta, btf, c, buf))
 		c->v[LH_EV_PAIRED]++;
+	record_wait(prev, next, tid, tgid, kind, start_cpu, now, delta, btf, c);
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
@@ -315,7 +343,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!c)
 		return 0;
 	now = on_switch_out(preempt, prev, prev_state, btf, c);
-	on_switch_in(next, now, btf, c, buf);
+	on_switch_in(prev, next, now, btf, c, buf);
 	return 0;
 }
 

@@ -25,6 +25,7 @@ enum lh_counter {
 	LH_EV_BIO_REQUEUED,	/* bio: requests issued again (requeued by the driver) */
 	LH_EV_BIO_MERGED,	/* bio: requests merged into another before issue */
 	LH_EV_BIO_UNISSUED,	/* bio: requests completed without reaching the driver */
+	LH_EV_RB_ELIGIBLE,	/* events at or over --slower-than: a record each */
 	/* losses: each keeps an event out of the histograms */
 	LH_LOSS_UNPAIRED,	/* end with a record but no start */
 	LH_LOSS_OVERWRITTEN,	/* start replaced before its end */
@@ -38,6 +39,7 @@ enum lh_counter {
 	LH_LOSS_HIST_E2BIG,	/* histogram map full (too many keys) */
 	LH_LOSS_HIST_ENOMEM,	/* histogram map: out of memory */
 	LH_LOSS_HIST_OTHER,	/* histogram map: other errno */
+	LH_LOSS_RINGBUF,	/* record not reserved: ring buffer full (record lost, histograms keep the event) */
 	LH_NR_COUNTERS
 };
 

@@ -24,7 +24,7 @@ struct runq_start {
 	unsigned long long birth_ns;	/* task start_time (raw_tp identity check) */
 	unsigned long long nsw;		/* preempt start: the task's nvcsw + nivcsw then */
 	unsigned int kind;		/* enum runq_kind */
-	unsigned int pad;
+	unsigned int cpu;		/* CPU of the wakeup or preemption */
 };
 
 /* Key of the per-process / per-thread histogram hash. */

@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <json-c/json.h>
+#include "records.h"
 #include "bio.h"
 #include "bio.skel.h"
 #include "bio_cli.h"
@@ -227,6 +229,8 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	s->rodata->insert_has_q = p->insert_has_q;
 	s->rodata->hist_size = (uint32_t)hist_size;
 
+	lh_session_configure_records(&o->c, s->maps.lathist_events, &s->rodata->slower_than_ns,
+				     &s->rodata->rb_wakeup_bytes);
 	bpf_map__set_value_size(s->maps.bio_hist, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
 	bpf_map__set_max_entries(s->maps.bio_hist, o->c.max_keys);
@@ -318,6 +322,59 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 			     offsetof(struct bio_hist_key, buf), buf, add_keyed);
 }
 
+static void add_ns(json_object *o, const char *name, unsigned long long v)
+{
+	json_object_object_add(o, name, v == ~0ULL ? NULL : json_object_new_uint64(v));
+}
+
+/* A stage's time in the unit, or "-" when the request had no such stage (~0). */
+static void stage(unsigned long long ns, double unit_ns, char *buf, size_t len)
+{
+	if (ns == ~0ULL)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3f", (double)ns / unit_ns);
+}
+
+/* One --slower-than record as a text or JSON line (lh_format_record_fn). */
+static int format_record(void *ctx, const void *data, size_t size, bool json, char *buf,
+			 size_t len)
+{
+	struct lh_session *s = ctx;
+	const struct bio_record *r = data;
+	double u = (double)s->report.meta.scheme.unit_ns;
+	char comm[65], disk[32], queue[32], device[32];
+	const char *op;
+
+	if (size < sizeof(*r) || r->type != LH_REC_BIO)
+		return 0;
+	op = op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
+	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
+	if (r->dev)
+		bio_dev_name(r->dev, disk, sizeof(disk));
+	else
+		snprintf(disk, sizeof(disk), "?");
+	if (json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "ts_ns", json_object_new_uint64(r->ts_ns));
+		add_ns(o, "total_ns", r->total_ns);
+		add_ns(o, "queue_ns", r->queue_ns);
+		add_ns(o, "device_ns", r->device_ns);
+		json_object_object_add(o, "pid", json_object_new_uint64(r->pid));
+		json_object_object_add(o, "comm", json_object_new_string(comm));
+		json_object_object_add(o, "disk", json_object_new_string(disk));
+		json_object_object_add(o, "op", json_object_new_string(op));
+		json_object_object_add(o, "bytes", json_object_new_uint64(r->bytes));
+		return lh_json_line(o, buf, len);
+	}
+	stage(r->queue_ns, u, queue, sizeof(queue));
+	stage(r->device_ns, u, device, sizeof(device));
+	return snprintf(buf, len, "%.6f total %10.3f %s (queue %s, device %s)  %s %u bytes  "
+			"disk %s  pid %u comm %s\n", (double)r->ts_ns / 1e9, (double)r->total_ns / u,
+			s->report.meta.unit, queue, device, op, r->bytes, disk, r->pid, comm);
+}
+
 int bio_main(int argc, char **argv)
 {
 	struct bio_opts o;
@@ -347,6 +404,7 @@ int bio_main(int argc, char **argv)
 	grouping_name(o.group, grouping, sizeof(grouping));
 	init_meta(&s, &o, &plan, grouping);
 	s.read_hists = read_hists;
+	s.format_record = format_record;
 	s.tool = &x;
 	x.skel = bio_bpf__open();
 	if (!x.skel) {

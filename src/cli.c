@@ -29,6 +29,12 @@ const char lh_common_help[] =
 	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
 	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
 	"                         (default 10240; overflow is counted as hist_map_full)\n"
+	"      --slower-than DUR  also emit one record per event at or over DUR (e.g. 10ms,\n"
+	"                         250us; 0 = every event) through a BPF ring buffer\n"
+	"      --ringbuf-size SIZE  ring buffer size (default 256k; rounded up to a\n"
+	"                         power-of-two number of pages)\n"
+	"      --events FILE      write the records to FILE as JSON lines (else text lines:\n"
+	"                         on stdout with text output to stdout, on stderr otherwise)\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
 	"  -h, --help             this help\n";
 
@@ -52,6 +58,37 @@ void lh_common_defaults(struct lh_common_opts *o)
 	o->attach = LH_ATTACH_AUTO;
 	o->max_keys = 10240;
 	o->max_precision = LH_MAX_PRECISION;
+	o->slower_than_ns = UINT64_MAX;
+	o->ringbuf_bytes = 256 * 1024;
+}
+
+int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded)
+{
+	unsigned long long v, mult = 1, page = 4096, want;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (!strcmp(end, "k") || !strcmp(end, "K"))
+		mult = 1024;
+	else if (!strcmp(end, "m") || !strcmp(end, "M"))
+		mult = 1024 * 1024;
+	else if (!strcmp(end, "g") || !strcmp(end, "G"))
+		mult = 1024 * 1024 * 1024;
+	else if (*end)
+		return -EINVAL;
+	if (!v || v > (1ULL << 30) / mult)
+		return v ? -ERANGE : -EINVAL;
+	want = v * mult;
+	*bytes = page;
+	while (*bytes < want)
+		*bytes <<= 1;
+	*rounded = *bytes != want;
+	return 0;
 }
 
 long lh_tgid_of(uint32_t id)
@@ -278,6 +315,42 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	case 'v':
 		o->verbose = true;
 		return 0;
+	case LH_OPT_SLOWER_THAN:
+		if (lh_parse_duration(arg, true, &o->slower_than_ns)) {
+			lh_usage_error(tool, "--slower-than '%s': not a duration; give e.g. 10ms, 250us "
+				       "or 0 for every event", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case LH_OPT_RINGBUF_SIZE:
+		err = lh_parse_ringbuf_size(arg, &o->ringbuf_bytes, &o->ringbuf_rounded);
+		if (err) {
+			lh_usage_error(tool, "--ringbuf-size '%s': %s; give bytes with k, m or g, "
+				       "e.g. 4096, 256k, 8m (at most 1g)", arg,
+				       err == -ERANGE ? "too large" : "not a size");
+			return -EINVAL;
+		}
+		return 0;
+	case LH_OPT_EVENTS:
+		err = lh_output_check(arg);
+		if (err) {
+			lh_usage_error(tool, "--events '%s': cannot be written (%s); give a regular "
+				       "file in a writable folder", arg,
+				       err == -ELOOP ? "a symbolic link" :
+				       err == -EINVAL ? "not a regular file" : strerror(-err));
+			return -EINVAL;
+		}
+		o->events_path = arg;
+		return 0;
+	case LH_OPT_KERNEL_WAKEUP:
+		o->kernel_wakeup = true;
+		return 0;
+	case LH_OPT_CONSUMER_DELAY:
+		if (lh_parse_u32(arg, 0, 1000000, &o->consumer_delay_us)) {
+			lh_usage_error(tool, "--test-consumer-delay-us '%s': give 0 to 1000000", arg);
+			return -EINVAL;
+		}
+		return 0;
 	default:
 		return 1;
 	}
@@ -285,6 +358,10 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
+	if (o->events_path && o->slower_than_ns == UINT64_MAX) {
+		lh_usage_error(tool, "--events needs --slower-than (which events to record)");
+		return -EINVAL;
+	}
 	if (o->interval_ns && o->duration_ns && o->interval_ns > o->duration_ns) {
 		lh_usage_error(tool, "-i is longer than -d; give an interval within the duration");
 		return -EINVAL;

@@ -32,6 +32,12 @@ struct lh_common_opts {
 	uint64_t cgroup_id;	/* cgroup v2 id (kernfs node id) */
 	uint32_t max_keys;	/* entries of keyed histogram maps */
 	uint32_t max_precision;	/* the tool's limit (LH_MAX_PRECISION, bio less) */
+	uint64_t slower_than_ns;	/* records for events >= this; UINT64_MAX = none */
+	uint64_t ringbuf_bytes;		/* ring buffer size, a power-of-two number of pages */
+	bool ringbuf_rounded;		/* --ringbuf-size was rounded up (said with -v) */
+	const char *events_path;	/* --events FILE: records as JSON lines */
+	uint32_t consumer_delay_us;	/* test only: sleep per record consumed */
+	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 
@@ -40,6 +46,11 @@ enum {
 	LH_OPT_ATTACH,
 	LH_OPT_CGROUP,
 	LH_OPT_MAX_KEYS,
+	LH_OPT_SLOWER_THAN,
+	LH_OPT_RINGBUF_SIZE,
+	LH_OPT_EVENTS,
+	LH_OPT_CONSUMER_DELAY,
+	LH_OPT_KERNEL_WAKEUP,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -56,7 +67,12 @@ enum {
 	{ "precision", required_argument, NULL, LH_OPT_PRECISION }, \
 	{ "attach", required_argument, NULL, LH_OPT_ATTACH },      \
 	{ "cgroup", required_argument, NULL, LH_OPT_CGROUP },      \
-	{ "max-keys", required_argument, NULL, LH_OPT_MAX_KEYS }
+	{ "max-keys", required_argument, NULL, LH_OPT_MAX_KEYS },       \
+	{ "slower-than", required_argument, NULL, LH_OPT_SLOWER_THAN }, \
+	{ "ringbuf-size", required_argument, NULL, LH_OPT_RINGBUF_SIZE }, \
+	{ "events", required_argument, NULL, LH_OPT_EVENTS },          \
+	{ "test-consumer-delay-us", required_argument, NULL, LH_OPT_CONSUMER_DELAY }, \
+	{ "test-kernel-wakeup", no_argument, NULL, LH_OPT_KERNEL_WAKEUP }
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
 void lh_common_defaults(struct lh_common_opts *o);
@@ -67,6 +83,12 @@ void lh_common_defaults(struct lh_common_opts *o);
  * ("lathist TOOL: <what> '<value>': <why>; <fix>").
  */
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool);
+
+/*
+ * Parse a size in bytes ("4096", "64k", "1m", "1g") and round it up to a power-of-two
+ * number of pages (what BPF ring buffers need). -EINVAL or -ERANGE (over 1 GiB).
+ */
+int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
 
 /* Checks across options once all are parsed (e.g. -i within -d); -EINVAL after printing. */
 int lh_common_finish(struct lh_common_opts *o, const char *tool);

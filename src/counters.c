@@ -23,6 +23,7 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_BIO_REQUEUED] = { "requeued", "requests issued again after a requeue (device time from the last issue)", false, B, false },
 	[LH_EV_BIO_MERGED] = { "merged", "requests merged into another before issue (counted with it)", false, B, false },
 	[LH_EV_BIO_UNISSUED] = { "completed_unissued", "requests completed without reaching the driver (e.g. empty flushes): total only", false, B, false },
+	[LH_EV_RB_ELIGIBLE] = { "records_eligible", "events at or over --slower-than: one record each", false, A, false, true },
 	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "ends whose start was never seen", true, A, true },
 	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced before their end", true, A, false },
 	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R, false },
@@ -35,6 +36,7 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A, true },
 	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A, true },
 	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A, true },
+	[LH_LOSS_RINGBUF] = { "ringbuf_drop", "records not written: ring buffer full (the histograms still count the events)", true, A, false, true },
 };
 #undef R
 #undef B
@@ -67,6 +69,13 @@ const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len)
 	return buf;
 }
 
+uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS])
+{
+	uint64_t lost = lh_counters_lost(v);
+
+	return lost - (v[LH_LOSS_RINGBUF] < lost ? v[LH_LOSS_RINGBUF] : lost);
+}
+
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS])
 {
 	uint64_t lost = 0;
@@ -87,12 +96,15 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 
 		if (!infos[i].loss || !v[i])
 			continue;
-		if (events && infos[i].of_events) {
+		if ((events && infos[i].of_events) ||
+		    (i == LH_LOSS_RINGBUF && v[LH_EV_RB_ELIGIBLE])) {
+			bool rec = i == LH_LOSS_RINGBUF;
 			char share[16];
 
-			if (asprintf(&r, "%s: %llu (%s of events)", infos[i].name,
+			if (asprintf(&r, "%s: %llu (%s of %s)", infos[i].name,
 				     (unsigned long long)v[i],
-				     lh_share(v[i], events, share, sizeof(share))) < 0)
+				     lh_share(v[i], rec ? v[LH_EV_RB_ELIGIBLE] : events, share,
+					      sizeof(share)), rec ? "records" : "events") < 0)
 				r = NULL;
 		} else if (asprintf(&r, "%s: %llu", infos[i].name, (unsigned long long)v[i]) < 0) {
 			r = NULL;
@@ -101,4 +113,42 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 			reasons[n++] = r;
 	}
 	return n;
+}
+
+static const uint64_t *trend_events;
+
+static int by_events(const void *a, const void *b)
+{
+	uint64_t x = trend_events[*(const size_t *)a], y = trend_events[*(const size_t *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+enum lh_trend lh_loss_trend(const uint64_t *events, const uint64_t *lost, size_t n)
+{
+	uint64_t ev[2] = { 0, 0 }, ls[2] = { 0, 0 };
+	size_t *idx;
+	double low, high;
+
+	if (n < LH_TREND_MIN_INTERVALS)
+		return LH_TREND_NONE;
+	idx = malloc(n * sizeof(*idx));
+	if (!idx)
+		return LH_TREND_NONE;
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	trend_events = events;
+	qsort(idx, n, sizeof(*idx), by_events);
+	for (size_t i = 0; i < n; i++) {
+		int half = i >= n / 2;
+
+		ev[half] += events[idx[i]];
+		ls[half] += lost[idx[i]];
+	}
+	free(idx);
+	if (ls[0] + ls[1] < LH_TREND_MIN_LOSSES)
+		return LH_TREND_NONE;
+	low = ev[0] ? (double)ls[0] / (double)ev[0] : 0.0;
+	high = ev[1] ? (double)ls[1] / (double)ev[1] : 0.0;
+	return high > 1.5 * low && ls[1] > ls[0] ? LH_TREND_RISES : LH_TREND_FLAT;
 }

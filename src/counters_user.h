@@ -17,6 +17,7 @@ struct lh_counter_info {
 	bool loss;		/* keeps an event out of the histograms */
 	unsigned int tools;	/* enum lh_tool_bit: shown for these tools only */
 	bool of_events;		/* counted at ends: a part of "events", shown with a share */
+	bool records;		/* about --slower-than records: shown only with them */
 };
 
 /* Info for counter i (0 <= i < LH_NR_COUNTERS). */
@@ -31,13 +32,37 @@ const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len);
 /* Sum of all loss classes. */
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
 
+/* Sum of the loss classes that keep events out of the histograms (all but
+ * ringbuf_drop, which loses a record while the histograms keep the event). */
+uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS]);
+
 /*
  * The bias rule: the distribution is flagged when any loss class is non-zero
  * (losses cluster in bursts and expensive events, so what is left is not a
  * fair sample; counts are never rescaled). Writes up to max reasons
  * ("name: N (x.xx% of events)") into reasons[] as malloc'd strings and
- * returns how many; the flag is (return value > 0).
+ * returns how many; the flag is (return value > 0). ringbuf_drop's share is
+ * of records_eligible.
  */
 size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t max);
+
+enum lh_trend {
+	LH_TREND_NONE,		/* too few intervals or losses to tell */
+	LH_TREND_FLAT,		/* losses do not rise with load */
+	LH_TREND_RISES,		/* busier intervals lose a larger share */
+};
+
+#define LH_TREND_MIN_INTERVALS 4
+#define LH_TREND_MIN_LOSSES 3
+
+/*
+ * Do losses rise with load? Intervals are ordered by event count and split in
+ * two halves (the busier half takes the middle one when n is odd); losses rise
+ * when the busier half's loss rate (lost / events) is over 1.5x the quieter
+ * half's and it lost more in all. Needs LH_TREND_MIN_INTERVALS intervals and
+ * LH_TREND_MIN_LOSSES losses, else LH_TREND_NONE.
+ * events[i], lost[i]: counts of interval i (n of each).
+ */
+enum lh_trend lh_loss_trend(const uint64_t *events, const uint64_t *lost, size_t n);
 
 #endif /* LATHIST_COUNTERS_USER_H */

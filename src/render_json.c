@@ -141,10 +141,11 @@ static json_object *loss_json(const uint64_t *v, unsigned int tool_bit)
 	/* every end without a start, whatever the cause */
 	json_object_object_add(o, "unpaired", u64(v[LH_EV_BEFORE_TRACE] + v[LH_LOSS_UNPAIRED]));
 	json_object_object_add(o, "lost", u64(lh_counters_lost(v)));
+	json_object_object_add(o, "lost_from_histograms", u64(lh_hist_lost(v)));
 	return o;
 }
 
-static json_object *bias_json(const uint64_t *v)
+static json_object *bias_json(const uint64_t *v, const struct lh_report *r)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 	char *reasons[LH_NR_COUNTERS];
@@ -156,6 +157,18 @@ static json_object *bias_json(const uint64_t *v)
 	}
 	json_object_object_add(o, "flag", json_object_new_boolean(n > 0));
 	json_object_object_add(o, "reasons", a);
+	json_object_object_add(o, "histograms", json_object_new_boolean(lh_hist_lost(v) > 0));
+	json_object_object_add(o, "records", json_object_new_boolean(v[LH_LOSS_RINGBUF] > 0));
+	if (r->trend != LH_TREND_NONE) {
+		json_object *t = json_object_new_object();
+
+		json_object_object_add(t, "rises_with_load",
+				       json_object_new_boolean(r->trend == LH_TREND_RISES));
+		json_object_object_add(t, "intervals", u64(r->trend_intervals));
+		json_object_object_add(o, "trend", t);
+	} else {
+		json_object_object_add(o, "trend", NULL);
+	}
 	return o;
 }
 
@@ -173,10 +186,30 @@ char *lh_render_json(const struct lh_report *r, bool compact)
 		json_object_array_add(hs, hist_json(&r->hists[i], &r->meta));
 	json_object_object_add(root, "histograms", hs);
 	json_object_object_add(root, "loss", loss_json(r->counters, r->meta.tool_bit));
-	json_object_object_add(root, "bias", bias_json(r->counters));
+	json_object_object_add(root, "bias", bias_json(r->counters, r));
+	if (r->records.on) {
+		json_object *rec = json_object_new_object();
+
+		json_object_object_add(rec, "slower_than_ns", u64(r->records.slower_than_ns));
+		json_object_object_add(rec, "ringbuf_bytes", u64(r->records.ringbuf_bytes));
+		json_object_object_add(rec, "eligible", u64(r->counters[LH_EV_RB_ELIGIBLE]));
+		json_object_object_add(rec, "delivered", u64(r->records.delivered));
+		json_object_object_add(rec, "dropped", u64(r->counters[LH_LOSS_RINGBUF]));
+		json_object_object_add(root, "records", rec);
+	}
 	s = json_object_to_json_string_ext(root, compact ? JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
 						  JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
 	out = s ? strdup(s) : NULL;
 	json_object_put(root);
 	return out;
+}
+
+int lh_json_line(void *obj, char *buf, size_t len)
+{
+	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							  JSON_C_TO_STRING_NOSLASHESCAPE);
+	int n = s ? snprintf(buf, len, "%s\n", s) : -1;
+
+	json_object_put(obj);
+	return n;
 }

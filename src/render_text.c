@@ -152,7 +152,7 @@ static void print_header(FILE *f, const struct lh_meta *m)
 static void print_losses(FILE *f, const struct lh_report *r)
 {
 	const uint64_t *v = r->counters;
-	uint64_t events = v[LH_EV_ENDS];
+	uint64_t events = v[LH_EV_ENDS], hist_lost = lh_hist_lost(v);
 	char *reasons[LH_NR_COUNTERS], share[16];
 	size_t n;
 
@@ -160,7 +160,7 @@ static void print_losses(FILE *f, const struct lh_report *r)
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = lh_counter_info(i);
 
-		if (!(ci->tools & r->meta.tool_bit))
+		if (!(ci->tools & r->meta.tool_bit) || (ci->records && !r->records.on))
 			continue;
 		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
 		/* a share only for what is a part of the events */
@@ -170,9 +170,22 @@ static void print_losses(FILE *f, const struct lh_report *r)
 			fprintf(f, " %8s", "");
 		fprintf(f, "  %s%s\n", ci->loss ? "LOSS: " : "", ci->desc);
 	}
+	if (r->records.on)
+		fprintf(f, "records (--slower-than %.3f %s): eligible %" PRIu64 ", delivered %" PRIu64
+			", dropped %" PRIu64 " (%s; ring buffer %" PRIu64 " KiB)\n",
+			in_unit(r->records.slower_than_ns, r->meta.scheme.unit_ns), r->meta.unit,
+			v[LH_EV_RB_ELIGIBLE], r->records.delivered, v[LH_LOSS_RINGBUF],
+			lh_share(v[LH_LOSS_RINGBUF], v[LH_EV_RB_ELIGIBLE], share, sizeof(share)),
+			r->records.ringbuf_bytes / 1024);
+	if (r->trend == LH_TREND_RISES)
+		fprintf(f, "losses rise with load over %zu intervals: the tail is most likely "
+			"under-reported\n", r->trend_intervals);
+	else if (r->trend == LH_TREND_FLAT)
+		fprintf(f, "losses do not rise with load over %zu intervals\n", r->trend_intervals);
 	n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS);
 	if (!n) {
-		fputs("no loss: every paired event is in the histograms\n", f);
+		fputs("no loss: every paired event is in the histograms", f);
+		fputs(r->records.on ? ", every eligible event has a record\n" : "\n", f);
 		return;
 	}
 	fprintf(f, "WARNING: %" PRIu64 " loss%s counted: ", lh_counters_lost(v),
@@ -181,8 +194,14 @@ static void print_losses(FILE *f, const struct lh_report *r)
 		fprintf(f, "%s%s", i ? "; " : "", reasons[i]);
 		free(reasons[i]);
 	}
-	fputs(".\nLosses cluster in bursts and expensive events: the distribution may be biased\n"
-	      "(most likely the tail is under-reported); counts were not rescaled.\n", f);
+	fputs(".\n", f);
+	if (hist_lost)
+		fputs("Losses cluster in bursts and expensive events: the distribution may be biased\n"
+		      "(most likely the tail is under-reported); counts were not rescaled.\n", f);
+	if (v[LH_LOSS_RINGBUF])
+		fputs("Records were dropped where the ring buffer was full, in bursts: the records\n"
+		      "are not every slow event (the histograms still count them all); raise\n"
+		      "--ringbuf-size or --slower-than.\n", f);
 }
 
 void lh_render_text(FILE *f, const struct lh_report *r)

@@ -65,8 +65,19 @@ struct lh_meta {
 	int nmaps;
 };
 
+/* Per-event records (--slower-than) of one aggregate. */
+struct lh_records {
+	bool on;
+	uint64_t slower_than_ns;
+	uint64_t ringbuf_bytes;
+	uint64_t delivered;		/* read by the loader in this aggregate */
+};
+
 struct lh_report {
 	struct lh_meta meta;
+	struct lh_records records;
+	int trend;			/* enum lh_trend: interval mode, losses against load */
+	size_t trend_intervals;		/* intervals the trend was computed over */
 	struct lh_hist *hists;
 	size_t nhists, cap;
 	uint64_t counters[LH_NR_COUNTERS];
@@ -94,5 +105,12 @@ void lh_render_text(FILE *f, const struct lh_report *r);
  * compact (one line, for JSON lines). NULL on ENOMEM.
  */
 char *lh_render_json(const struct lh_report *r, bool compact);
+
+/*
+ * Render a JSON object as one line ending in '\n' into buf and release the
+ * object (a json_object *, void here to keep json-c out of this header).
+ * Returns the length needed, snprintf-like; -1 without memory.
+ */
+int lh_json_line(void *obj, char *buf, size_t len);
 
 #endif /* LATHIST_REPORT_H */

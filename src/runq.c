@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <json-c/json.h>
+#include "records.h"
 #include "bpfcommon.h"
 #include "cli.h"
 #include "report.h"
@@ -237,6 +239,8 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool 
 	/* (bool preempt, prev, next, unsigned int prev_state) since 5.18 */
 	s->rodata->switch_has_prev_state = nargs >= 4;
 
+	lh_session_configure_records(&o->c, s->maps.lathist_events, &s->rodata->slower_than_ns,
+				     &s->rodata->rb_wakeup_bytes);
 	bpf_map__set_value_size(s->maps.runq_hist, value_size);
 	bpf_map__set_value_size(s->maps.runq_hist_keyed, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
@@ -344,6 +348,44 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 	return read_array(s, buf);
 }
 
+/* One --slower-than record as a text or JSON line (lh_format_record_fn). */
+static int format_record(void *ctx, const void *data, size_t size, bool json, char *buf,
+			 size_t len)
+{
+	struct lh_session *s = ctx;
+	const struct runq_record *r = data;
+	char comm[65], prev[65];
+	const char *kind;
+
+	if (size < sizeof(*r) || r->type != LH_REC_RUNQ)
+		return 0;
+	kind = r->kind == RUNQ_PREEMPT ? "preempt" : "wakeup";
+	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
+	lh_printable(r->prev_comm, sizeof(r->prev_comm), prev, sizeof(prev));
+	if (json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "ts_ns", json_object_new_uint64(r->ts_ns));
+		json_object_object_add(o, "name", json_object_new_string(kind));
+		json_object_object_add(o, "latency_ns", json_object_new_uint64(r->latency_ns));
+		json_object_object_add(o, "pid", json_object_new_uint64(r->pid));
+		json_object_object_add(o, "tid", json_object_new_uint64(r->tid));
+		json_object_object_add(o, "comm", json_object_new_string(comm));
+		json_object_object_add(o, "cpu", json_object_new_uint64(r->cpu));
+		json_object_object_add(o, "start_cpu", json_object_new_uint64(r->start_cpu));
+		json_object_object_add(o, "prev_tid", json_object_new_uint64(r->prev_tid));
+		json_object_object_add(o, "prev_comm", json_object_new_string(prev));
+		return lh_json_line(o, buf, len);
+	}
+	return snprintf(buf, len, "%.6f %-7s %10.3f %s  tid %u pid %u comm %s  cpu %u "
+			"(%s on cpu %u)  after tid %u %s\n",
+			(double)r->ts_ns / 1e9, kind,
+			(double)r->latency_ns / (double)s->report.meta.scheme.unit_ns,
+			s->report.meta.unit, r->tid, r->pid, comm, r->cpu,
+			r->kind == RUNQ_PREEMPT ? "preempted" : "woken", r->start_cpu, r->prev_tid,
+			prev);
+}
+
 int runq_main(int argc, char **argv)
 {
 	struct runq_opts o;
@@ -369,6 +411,7 @@ int runq_main(int argc, char **argv)
 		btf = false;
 	init_meta(&s, &o, btf);
 	s.read_hists = read_hists;
+	s.format_record = format_record;
 	s.tool = &x;
 	x.skel = runq_bpf__open();
 	if (!x.skel) {

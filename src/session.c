@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include "bpfcommon.h"
+#include "recorder.h"
 #include "session.h"
 #include "tool.h"
 #include "util.h"
@@ -94,6 +97,38 @@ static void record_maps(struct lh_session *s)
 			(double)total / 1024);
 }
 
+void lh_session_configure_records(const struct lh_common_opts *c, struct bpf_map *events,
+				  volatile unsigned long long *slower_than_ns,
+				  volatile unsigned long long *wakeup_bytes)
+{
+	bool on = c->slower_than_ns != UINT64_MAX;
+
+	/* the map exists either way; without records it is one page */
+	bpf_map__set_max_entries(events, on ? (uint32_t)c->ringbuf_bytes : 4096);
+	*slower_than_ns = c->slower_than_ns;
+	/* one wakeup per quarter buffer (bench/ringbuf_wakeup.py measures it against the
+	 * kernel's own choice, --test-kernel-wakeup) */
+	*wakeup_bytes = on && !c->kernel_wakeup ? c->ringbuf_bytes / 4 : 0;
+	if (on && c->verbose)
+		fprintf(stderr, "ring buffer: %llu bytes%s\n", (unsigned long long)c->ringbuf_bytes,
+			c->ringbuf_rounded ? " (rounded up to a power-of-two number of pages)" : "");
+}
+
+static int open_records(struct lh_session *s)
+{
+	const struct lh_common_opts *c = s->c;
+	struct bpf_map *map = bpf_object__find_map_by_name(s->obj, "lathist_events");
+	/* text lines on stdout next to a text report there, else on stderr */
+	int fd = c->format == LH_FMT_TEXT && !c->output ? STDOUT_FILENO : STDERR_FILENO;
+
+	s->report.records.on = true;
+	s->report.records.slower_than_ns = c->slower_than_ns;
+	s->report.records.ringbuf_bytes = c->ringbuf_bytes;
+	s->recorder.delay_us = c->consumer_delay_us;
+	return lh_recorder_open(&s->recorder, s->report.meta.tool, bpf_map__fd(map),
+				c->events_path, fd, s->format_record, s);
+}
+
 int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value_size)
 {
 	struct bpf_map *counters = bpf_object__find_map_by_name(obj, "lathist_counters");
@@ -105,6 +140,8 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 	if (!s->percpu_buf)
 		return -ENOMEM;
 	record_maps(s);
+	if (s->c->slower_than_ns != UINT64_MAX)
+		return open_records(s);
 	return 0;
 }
 
@@ -140,31 +177,78 @@ out:
 	return err;
 }
 
-/* Take the aggregate of the half BPF has been writing and leave it empty. */
-static int collect(struct lh_session *s)
+/* Interval mode: do the histograms' losses rise with load? (DESIGN: compare
+ * the loss rate with the event rate across intervals) */
+static void update_trend(struct lh_session *s)
+{
+	uint64_t *e = realloc(s->trend_events, (s->ntrend + 1) * sizeof(*e));
+	uint64_t *l = e ? realloc(s->trend_lost, (s->ntrend + 1) * sizeof(*l)) : NULL;
+
+	if (e)
+		s->trend_events = e;
+	if (!e || !l)
+		return;
+	s->trend_lost = l;
+	e[s->ntrend] = s->report.counters[LH_EV_ENDS];
+	l[s->ntrend] = lh_hist_lost(s->report.counters);
+	s->ntrend++;
+	s->report.trend = lh_loss_trend(e, l, s->ntrend);
+	s->report.trend_intervals = s->ntrend;
+}
+
+/*
+ * Take the aggregate of the half BPF has been writing and leave it empty. The
+ * last one first disables the programs, so that its counters and records are
+ * complete: over the whole run, delivered + dropped = eligible exactly.
+ */
+static int collect(struct lh_session *s, bool last)
 {
 	uint32_t old = *s->hist_buf & 1;
 	int err;
 
+	if (last)
+		*s->enabled = false;
 	*s->hist_buf = old ^ 1;
 	lh_wait_for_bpf_readers();
+	if (s->report.records.on) {
+		/* records submitted until now; with programs still running, stop at
+		 * the first one newer than the flip */
+		err = lh_recorder_drain(&s->recorder, last ? 0 : lh_now_ns(),
+					&s->report.records.delivered);
+		if (err) {
+			fprintf(stderr, "lathist %s: writing the records to %s failed: %s\n",
+				s->report.meta.tool, s->c->events_path ? s->c->events_path :
+				s->recorder.fd == STDOUT_FILENO ? "stdout" : "stderr",
+				strerror(-err));
+			return err;
+		}
+	}
 	err = read_counters(s, old);
 	if (!err)
 		err = s->read_hists(s, old);
 	if (!err)
 		lh_report_sort(&s->report);
+	if (!err && s->c->interval_ns)
+		update_trend(s);
 	return err;
 }
 
-static void sleep_until(uint64_t deadline_ns)
+/* Sleep until deadline (CLOCK_MONOTONIC ns) or a signal, reading records meanwhile. */
+static void wait_until(struct lh_session *s, uint64_t deadline_ns)
 {
 	struct timespec ts = {
 		.tv_sec = (time_t)(deadline_ns / 1000000000ULL),
 		.tv_nsec = (long)(deadline_ns % 1000000000ULL),
 	};
 
-	while (!exiting && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	if (!s->report.records.on) {
+		while (!exiting &&
+		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		return;
+	}
+	while (!exiting && lh_now_ns() < deadline_ns)
+		lh_recorder_poll(&s->recorder, deadline_ns);
 }
 
 int lh_session_run(struct lh_session *s)
@@ -185,14 +269,14 @@ int lh_session_run(struct lh_session *s)
 			wake = end;
 		if (wake == UINT64_MAX)		/* until a signal; look again every second */
 			wake = lh_now_ns() + 1000000000ULL;
-		sleep_until(wake);
+		wait_until(s, wake);
 		now = lh_now_ns();
 		last = exiting || (end && now >= end);
 		due = c->interval_ns && now >= begin + c->interval_ns;
 		if (!last && !due)
 			continue;
 		lh_report_clear(&s->report);
-		err = collect(s);
+		err = collect(s, last);
 		if (err) {
 			fprintf(stderr, "lathist %s: reading the histograms failed: %s\n",
 				s->report.meta.tool, strerror(-err));
@@ -216,6 +300,9 @@ void lh_session_free(struct lh_session *s)
 	lh_report_clear(&s->report);
 	free(s->percpu_buf);
 	s->percpu_buf = NULL;
+	lh_recorder_close(&s->recorder);
+	free(s->trend_events);
+	free(s->trend_lost);
 }
 
 int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,

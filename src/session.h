@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "recorder.h"
 #include "report.h"
 
 struct lh_session {
@@ -29,7 +30,12 @@ struct lh_session {
 	/* Read half 'buf' of the tool's histogram maps into report and empty it;
 	 * negative errno on failure. */
 	int (*read_hists)(struct lh_session *s, uint32_t buf);
+	/* Format one ring buffer record (--slower-than); ctx is the session. */
+	lh_format_record_fn format_record;
 	void *tool;			/* the tool's own context */
+	struct lh_recorder recorder;	/* records, when --slower-than is given */
+	uint64_t *trend_events, *trend_lost;	/* per interval, for the loss trend */
+	size_t ntrend;
 };
 
 /* Point the session at a loaded skeleton's shared .bss variables (lathist.bpf.h). */
@@ -49,7 +55,13 @@ void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const
 void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* After load: the map value size, buffers, map sizes for meta (and -v). -ENOMEM. */
+/* Size the shared ring buffer and set the record options before load. */
+void lh_session_configure_records(const struct lh_common_opts *c, struct bpf_map *events,
+				  volatile unsigned long long *slower_than_ns,
+				  volatile unsigned long long *wakeup_bytes);
+
+/* After load: the map value size, buffers, map sizes for meta (and -v), the record
+ * consumer. Negative errno (reported) on failure. */
 int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value_size);
 
 /* After attach: enable the programs, say "Tracing <what>..." on stderr. */

@@ -76,12 +76,69 @@ static void test_bias_rule(void **state)
 	free(r[0]);
 }
 
+static void test_ringbuf_drops(void **state)
+{
+	uint64_t v[LH_NR_COUNTERS] = {};
+	char *r[LH_NR_COUNTERS];
+	size_t n;
+	(void)state;
+	v[LH_EV_ENDS] = 1000;
+	v[LH_EV_PAIRED] = 1000;
+	v[LH_EV_RB_ELIGIBLE] = 400;
+	v[LH_LOSS_RINGBUF] = 100;	/* a share of the records, not of the events */
+	n = lh_bias_reasons(v, r, LH_NR_COUNTERS);
+	assert_int_equal(n, 1);
+	assert_string_equal(r[0], "ringbuf_drop: 100 (25.00% of records)");
+	free(r[0]);
+	assert_true(lh_counters_lost(v) == 100);
+	assert_true(lh_hist_lost(v) == 0);	/* the histograms still hold every event */
+	v[LH_LOSS_UNPAIRED] = 3;
+	assert_true(lh_counters_lost(v) == 103);
+	assert_true(lh_hist_lost(v) == 3);
+	assert_true(lh_counter_info(LH_LOSS_RINGBUF)->records);
+	assert_true(lh_counter_info(LH_EV_RB_ELIGIBLE)->records);
+	assert_false(lh_counter_info(LH_LOSS_UNPAIRED)->records);
+}
+
+#define TREND(ev, lost) lh_loss_trend(ev, lost, sizeof(ev) / sizeof(ev[0]))
+
+static void test_loss_trend(void **state)
+{
+	(void)state;
+	/* the same 1% at every load: flat */
+	uint64_t ev1[] = { 1000, 2000, 3000, 4000 }, ls1[] = { 10, 20, 30, 40 };
+	assert_int_equal(TREND(ev1, ls1), LH_TREND_FLAT);
+	/* busy intervals lose 1-1.6%, quiet ones ~0.05%: rises, whatever the order */
+	uint64_t ev2[] = { 5000, 1000, 5000, 1000, 3000 }, ls2[] = { 50, 0, 80, 1, 2 };
+	assert_int_equal(TREND(ev2, ls2), LH_TREND_RISES);
+	/* losses at a quiet start (tasks already waiting), none under load: flat */
+	uint64_t ev3[] = { 100, 5000, 5000, 5000 }, ls3[] = { 20, 0, 1, 0 };
+	assert_int_equal(TREND(ev3, ls3), LH_TREND_FLAT);
+	/* 1.5x is the bound: 1.2% against 1% is not a rise */
+	uint64_t ev4[] = { 1000, 1000, 2000, 2000 }, ls4[] = { 10, 10, 24, 24 };
+	assert_int_equal(TREND(ev4, ls4), LH_TREND_FLAT);
+	uint64_t ls5[] = { 10, 10, 31, 31 };
+	assert_int_equal(TREND(ev4, ls5), LH_TREND_RISES);
+	/* too few intervals, too few losses, no loss: cannot tell */
+	uint64_t ev6[] = { 1000, 1000, 5000 }, ls6[] = { 0, 0, 90 };
+	assert_int_equal(TREND(ev6, ls6), LH_TREND_NONE);
+	uint64_t ls7[] = { 0, 0, 1, 1 };
+	assert_int_equal(TREND(ev4, ls7), LH_TREND_NONE);
+	uint64_t ls8[] = { 0, 0, 0, 0 };
+	assert_int_equal(TREND(ev4, ls8), LH_TREND_NONE);
+	/* intervals with no events at all */
+	uint64_t ev9[] = { 0, 0, 0, 0 }, ls9[] = { 1, 1, 1, 1 };
+	assert_int_equal(TREND(ev9, ls9), LH_TREND_FLAT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_counter_named),
 		cmocka_unit_test(test_sum_percpu),
 		cmocka_unit_test(test_bias_rule),
+		cmocka_unit_test(test_ringbuf_drops),
+		cmocka_unit_test(test_loss_trend),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,6 +58,15 @@ static void test_good_values(void **state)
 	assert_int_equal(o.group, RUNQ_GROUP_CPU);
 	assert_int_equal(PARSE(&o, "--per-process"), 0);
 	assert_int_equal(o.group, RUNQ_GROUP_PROCESS);
+	assert_true(o.c.slower_than_ns == UINT64_MAX);	/* no records unless asked */
+	assert_true(o.c.ringbuf_bytes == 256 * 1024);
+	assert_int_equal(PARSE(&o, "--slower-than", "0", "--ringbuf-size", "5000", "--events",
+			       "/tmp/lathist-unit-events.json"), 0);
+	assert_true(o.c.slower_than_ns == 0);
+	assert_true(o.c.ringbuf_bytes == 8192 && o.c.ringbuf_rounded);
+	assert_string_equal(o.c.events_path, "/tmp/lathist-unit-events.json");
+	assert_int_equal(PARSE(&o, "--slower-than", "250us"), 0);
+	assert_true(o.c.slower_than_ns == 250000);
 }
 
 static void test_bad_values(void **state)
@@ -82,6 +91,44 @@ static void test_bad_values(void **state)
 	assert_int_equal(PARSE(&o, "-d"), -EINVAL);
 	assert_int_equal(PARSE(&o, "stray"), -EINVAL);
 	assert_int_equal(PARSE(&o, "-o", "/nonexistent-lathist/out.json"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "fast"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "-1ms"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--ringbuf-size", "0"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--ringbuf-size", "2g"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--ringbuf-size", "2048m"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--ringbuf-size", "4 k"), -EINVAL);
+	/* records need a threshold; a file needs a writable folder */
+	assert_int_equal(PARSE(&o, "--events", "/tmp/lathist-ev.json"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "/nonexistent-lathist/e"),
+			 -EINVAL);
+}
+
+static void test_ringbuf_size(void **state)
+{
+	uint64_t b;
+	bool rounded;
+	(void)state;
+	assert_int_equal(lh_parse_ringbuf_size("4096", &b, &rounded), 0);
+	assert_true(b == 4096 && !rounded);
+	assert_int_equal(lh_parse_ringbuf_size("1", &b, &rounded), 0);	/* one page at least */
+	assert_true(b == 4096 && rounded);
+	assert_int_equal(lh_parse_ringbuf_size("5000", &b, &rounded), 0);
+	assert_true(b == 8192 && rounded);
+	assert_int_equal(lh_parse_ringbuf_size("256k", &b, &rounded), 0);
+	assert_true(b == 256 * 1024 && !rounded);
+	assert_int_equal(lh_parse_ringbuf_size("3M", &b, &rounded), 0);
+	assert_true(b == 4 * 1024 * 1024 && rounded);
+	assert_int_equal(lh_parse_ringbuf_size("1024m", &b, &rounded), 0);
+	assert_true(b == 1ULL << 30 && !rounded);
+	assert_int_equal(lh_parse_ringbuf_size("1g", &b, &rounded), 0);
+	assert_true(b == 1ULL << 30 && !rounded);
+	assert_int_equal(lh_parse_ringbuf_size("1025m", &b, &rounded), -ERANGE);
+	assert_int_equal(lh_parse_ringbuf_size("2g", &b, &rounded), -ERANGE);
+	assert_int_equal(lh_parse_ringbuf_size("0", &b, &rounded), -EINVAL);
+	assert_int_equal(lh_parse_ringbuf_size("1.5m", &b, &rounded), -EINVAL);
+	assert_int_equal(lh_parse_ringbuf_size("-4096", &b, &rounded), -EINVAL);
+	assert_int_equal(lh_parse_ringbuf_size("", &b, &rounded), -EINVAL);
+	assert_int_equal(lh_parse_ringbuf_size("99999999999999999999", &b, &rounded), -EINVAL);
 }
 
 #define BARGS(...) (char *[]){ "bio", __VA_ARGS__, NULL }
@@ -142,6 +189,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_ringbuf_size),
 		cmocka_unit_test(test_bio_options),
 	};
 

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "records.h"
+#include "recorder.h"
+#include "util.h"
+
+#define LINE_MAX_BYTES 1024
+#define BUF_BYTES (64 * 1024)
+
+/* Write out the whole lines buffered; keeps the first error. */
+static void flush_lines(struct lh_recorder *r)
+{
+	size_t off = 0;
+
+	while (off < r->used && !r->err) {
+		ssize_t n = write(r->fd, r->buf + off, r->used - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r->err = n < 0 ? errno : EIO;
+		else
+			off += (size_t)n;
+	}
+	r->used = 0;
+}
+
+/*
+ * libbpf's callback for one record. A negative return stops libbpf's loop (the
+ * record is consumed): records keep coming while we read them (with
+ * --slower-than 0 our own wakeups are events too), so a read stops at stop_ns
+ * and, when draining, at the first record newer than drain_until_ns.
+ */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	const struct lh_record_head *h = data;
+	struct lh_recorder *r = ctx;
+	int n;
+
+	r->delivered++;
+	if (r->cap - r->used < LINE_MAX_BYTES)
+		flush_lines(r);
+	n = r->format(r->ctx, data, size, r->json, r->buf + r->used, r->cap - r->used);
+	if (n > 0 && (size_t)n < r->cap - r->used)
+		r->used += (size_t)n;
+	if (r->delay_us)
+		usleep(r->delay_us);
+	if (r->drain_until_ns && size >= sizeof(*h) && h->ts_ns > r->drain_until_ns)
+		return -EAGAIN;
+	if (r->stop_ns && lh_now_ns() >= r->stop_ns)
+		return -EAGAIN;
+	return 0;
+}
+
+int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const char *path,
+		     int fd, lh_format_record_fn format, void *ctx)
+{
+	int err;
+
+	r->format = format;
+	r->ctx = ctx;
+	r->json = path != NULL;
+	r->fd = fd;
+	r->cap = BUF_BYTES;
+	r->buf = malloc(r->cap);
+	if (!r->buf)
+		return -ENOMEM;
+	if (path) {
+		/* a stream, written as records come: never through a symlink */
+		r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (r->fd < 0) {
+			err = -errno;
+			fprintf(stderr, "lathist %s: cannot open --events %s: %s\n", tool, path,
+				strerror(-err));
+			return err;
+		}
+		r->own_fd = true;
+	}
+	r->rb = ring_buffer__new(map_fd, on_record, r, NULL);
+	if (!r->rb) {
+		err = -errno;
+		fprintf(stderr, "lathist %s: cannot read the ring buffer: %s\n", tool,
+			strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns)
+{
+	uint64_t now = lh_now_ns();
+	int ms;
+
+	if (now >= deadline_ns)
+		return;
+	ms = (int)((deadline_ns - now + 999999) / 1000000);
+	r->stop_ns = deadline_ns;
+	ring_buffer__poll(r->rb, ms < 100 ? ms : 100);
+	r->stop_ns = 0;
+}
+
+int lh_recorder_drain(struct lh_recorder *r, uint64_t until_ns, uint64_t *delivered)
+{
+	r->drain_until_ns = until_ns;
+	ring_buffer__consume(r->rb);
+	r->drain_until_ns = 0;
+	if (r->fd == STDOUT_FILENO)
+		fflush(stdout);		/* what stdio holds comes first */
+	flush_lines(r);
+	*delivered = r->delivered;
+	r->delivered = 0;
+	return r->err ? -r->err : 0;
+}
+
+void lh_recorder_close(struct lh_recorder *r)
+{
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
+	if (r->own_fd && r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	free(r->buf);
+	r->buf = NULL;
+}

@@ -1,0 +1,196 @@
+"""Per-event records (--slower-than) through the BPF ring buffer: every record is either
+delivered or counted as dropped, the histograms keep every event either way, and the
+records agree with the histograms and with the workload that caused them."""
+import json
+import os
+import re
+import tempfile
+
+from lh import (BIOWORK, Lathist, LoopDevice, Workload, by_id, check, per_task, run)
+from test_runq import CPU, LossBudget, check_schedstat
+
+
+def read_lines(path):
+    with open(path) as f:
+        text = f.read()
+    check(text == "" or text.endswith("\n"), f"{path}: last line is torn")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_flooded_ring_buffer_counts_every_drop():
+    """C8: a one-page ring buffer, a consumer slowed down on purpose and a busy workload:
+    per interval and in all, delivered + dropped = eligible (counted in BPF); the
+    --events file holds exactly the delivered records; the histograms still hold every
+    wait (schedstat); the distribution's records are flagged."""
+    with tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "events.json")
+        work = Workload("mix", CPU, 2, 2, 1500)
+        pid = work.start()
+        tool = Lathist("runq", "-f", "json", "-i", "0.5", "--per-thread", "-p", str(pid),
+                       "--slower-than", "0", "--ringbuf-size", "4096",
+                       "--test-consumer-delay-us", "2000", "--events", events).start()
+        work.go()
+        rows = work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, f"rc {rc}: {err}")
+        docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+        recs = read_lines(events)
+    check(len(docs) >= 3, f"only {len(docs)} intervals")
+    eligible = delivered = dropped = 0
+    for d in docs:
+        r = d["records"]
+        check(r["ringbuf_bytes"] == 4096 and r["slower_than_ns"] == 0, f"records meta {r}")
+        check(r["eligible"] == d["loss"]["records_eligible"] and
+              r["dropped"] == d["loss"]["ringbuf_drop"], f"records {r} vs loss {d['loss']}")
+        # --slower-than 0: every paired wait is eligible, in the same interval
+        check(r["eligible"] == d["loss"]["paired"],
+              f"interval {d['meta']['interval_index']}: eligible {r['eligible']} vs paired "
+              f"{d['loss']['paired']}")
+        check(d["loss"]["paired"] == sum(h["count"] for h in d["histograms"]),
+              "paired differs from the histograms' total")
+        if r["dropped"]:
+            check(d["bias"]["flag"] and d["bias"]["records"] and
+                  any(x.startswith("ringbuf_drop:") for x in d["bias"]["reasons"]),
+                  f"drops not flagged: {d['bias']}")
+        eligible += r["eligible"]
+        delivered += r["delivered"]
+        dropped += r["dropped"]
+    check(dropped > 0, f"no drops with a one-page ring buffer and a slow consumer ({eligible})")
+    check(delivered + dropped == eligible,
+          f"delivered {delivered} + dropped {dropped} != eligible {eligible}")
+    check(len(recs) == delivered, f"{len(recs)} lines in --events, {delivered} delivered")
+    tids = {r["tid"] for r in rows}
+    for rec in recs:
+        check(rec["pid"] == pid and (rec["tid"] == pid or rec["tid"] in tids) and
+              0 <= rec["cpu"] < os.cpu_count(), f"record of another task: {rec}")
+    # the histograms kept every wait the ring buffer could not carry
+    total = {}
+    for d in docs:
+        for tid, t in by_id(per_task(d)).items():
+            total.setdefault(tid, {"count": 0, "sum_ns": 0})
+            total[tid]["count"] += t["count"]
+            total[tid]["sum_ns"] += t["sum_ns"]
+    lost = {"loss": {"lost": sum(d["loss"]["lost_from_histograms"] for d in docs)}}
+    check_schedstat(rows, total, ("spinner", "sleeper"), LossBudget(lost))
+
+
+def test_flooded_ring_buffer_text_says_so():
+    """C8 in text: the footer gives eligible, delivered and dropped, which add up, and
+    says the records are not every slow event."""
+    with tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "events.json")
+        work = Workload("mix", CPU, 1, 2, 1000)
+        pid = work.start()
+        tool = Lathist("runq", "-p", str(pid), "--slower-than", "0", "--ringbuf-size", "1",
+                       "--test-consumer-delay-us", "2000", "--events", events).start()
+        work.go()
+        work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, f"rc {rc}: {err}")
+        n = len(read_lines(events))
+    m = re.search(r"records \(--slower-than 0\.000 us\): eligible (\d+), delivered (\d+), "
+                  r"dropped (\d+) \(([\d.]+)%; ring buffer 4 KiB\)", out)
+    check(m, f"no records line in:\n{out}")
+    e, d, x = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    check(d + x == e and d == n and x > 0, f"eligible {e} delivered {d} dropped {x}, file {n}")
+    check(re.search(r"ringbuf_drop: %d \([\d.]+%% of records\)" % x, out), out)
+    check("Records were dropped where the ring buffer was full" in out, out)
+
+
+def test_records_match_the_histograms():
+    """Two CPU-bound threads on one CPU wait for each other: the records of waits at or
+    over 1024 us are exactly the histogram slots from 1024 us up (count and max per
+    thread and kind), on the right CPU, each after the other thread; none dropped."""
+    work = Workload("mix", CPU, 2, 0, 1000)
+    pid = work.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "events.json")
+        tool = Lathist("runq", "-f", "json", "-u", "us", "--per-thread", "-p", str(pid),
+                       "--slower-than", "1024us", "--events", events).start()
+        work.go()
+        rows = work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, f"rc {rc}: {err}")
+        doc = json.loads(out)
+        recs = read_lines(events)
+    r = doc["records"]
+    check(r["dropped"] == 0 and r["delivered"] == r["eligible"] == len(recs),
+          f"records {r}, {len(recs)} lines")
+    check(len(recs) >= 10, f"only {len(recs)} waits over 1024 us: the test needs more")
+    tids = {row["tid"] for row in rows}
+    want = {}
+    for h in doc["histograms"]:
+        n = sum(s["count"] for s in h["slots"] if s["lo_ns"] >= 1024000)
+        if n:
+            want[(h["key"]["tid"], h["name"])] = (n, h["max_ns"])
+    got = {}
+    elsewhere = 0
+    for rec in recs:
+        check(rec["latency_ns"] >= 1024000, f"record under the threshold: {rec}")
+        check(rec["pid"] == pid and (rec["tid"] == pid or rec["tid"] in tids), f"{rec}")
+        check(rec["prev_tid"] != rec["tid"], f"ran after itself: {rec}")
+        # a thread pins itself to CPU once it runs: at most its first wait is elsewhere
+        elsewhere += rec["cpu"] != CPU or rec["start_cpu"] != CPU
+        n, mx = got.get((rec["tid"], rec["name"]), (0, 0))
+        got[(rec["tid"], rec["name"])] = (n + 1, max(mx, rec["latency_ns"]))
+    check(got == want, f"records {got} vs histograms {want}")
+    check(elsewhere <= len(tids), f"{elsewhere} records not on CPU {CPU}")
+    check(doc["bias"]["records"] is False, f"bias {doc['bias']}")
+
+
+def test_bio_records_no_loss():
+    """Every O_DIRECT request of the workload gets a record (--slower-than 0) with its
+    disk, op, size and total = queue + device; no loss: bias.flag is false and the text
+    says so."""
+    with LoopDevice() as dev, tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "events.json")
+        work = Workload("direct", dev.dev, 40, 4096, 30, 8192, exe=BIOWORK)
+        pid = work.start()
+        tool = Lathist("bio", "-f", "json", "-p", str(pid), "--slower-than", "0",
+                       "--events", events).start()
+        work.go()
+        work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, f"rc {rc}: {err}")
+        doc = json.loads(out)
+        recs = read_lines(events)
+        check(len(recs) == 70 and doc["records"]["delivered"] == 70 and
+              doc["records"]["eligible"] == 70, f"{len(recs)} records: {doc['records']}")
+        ops = {"read": 0, "write": 0}
+        for rec in recs:
+            check(rec["pid"] == pid and rec["disk"] == dev.name, f"{rec}")
+            check(rec["bytes"] == (4096 if rec["op"] == "read" else 8192), f"{rec}")
+            check(rec["queue_ns"] is not None and rec["device_ns"] is not None and
+                  rec["total_ns"] == rec["queue_ns"] + rec["device_ns"], f"{rec}")
+            ops[rec["op"]] += 1
+        check(ops == {"read": 40, "write": 30}, f"ops {ops}")
+        check(doc["bias"]["flag"] is False and doc["loss"]["lost"] == 0, f"{doc['bias']}")
+        # the same in text, with records as text lines before the report
+        work = Workload("direct", dev.dev, 5, 4096, 5, 4096, exe=BIOWORK)
+        pid = work.start()
+        tool = Lathist("bio", "-p", str(pid), "--slower-than", "0").start()
+        work.go()
+        work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, f"rc {rc}: {err}")
+        lines = [l for l in out.splitlines() if f"pid {pid} " in l and " total " in l]
+        check(len(lines) == 10, f"{len(lines)} record lines:\n{out}")
+        check("no loss: every paired event is in the histograms, every eligible event has "
+              "a record" in out, out)
+
+
+def test_record_options_bad_input():
+    """Clear one-line usage errors, exit 2."""
+    with tempfile.TemporaryDirectory() as tmp:
+        link = os.path.join(tmp, "link")
+        os.symlink(os.path.join(tmp, "target"), link)
+        for args, text in ((["--slower-than", "soon"], "--slower-than 'soon'"),
+                           (["--ringbuf-size", "0"], "--ringbuf-size '0'"),
+                           (["--ringbuf-size", "4g"], "too large"),
+                           (["--events", os.path.join(tmp, "e.json")], "--events needs --slower-than"),
+                           (["--slower-than", "1ms", "--events", link], "symbolic link"),
+                           (["--slower-than", "1ms", "--events", tmp], "Is a directory")):
+            rc, out, err = run("runq", "-d", "1", *args)
+            check(rc == 2 and text in err and len(err.strip().splitlines()) <= 2,
+                  f"{args}: rc {rc}, stderr {err!r}")
+        check(not os.path.exists(os.path.join(tmp, "target")), "wrote through the symlink")
