@@ -3,7 +3,7 @@
 #   make run      install missing packages, build, trace runqueue latency for 5 s
 #   make check    install missing packages, build, run every test
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
-#   make bench    overhead benchmarks (bench/runq_overhead.py, bench/bio_overhead.py)
+#   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py)
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG ?= clang
@@ -107,6 +107,7 @@ bench: deps
 	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty
 	python3 bench/runq_overhead.py
 	python3 bench/bio_overhead.py
+	python3 bench/records_overhead.py
 
 clean:
 	rm -rf $(OUT) lathist

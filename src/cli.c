@@ -33,8 +33,9 @@ const char lh_common_help[] =
 	"                         250us; 0 = every event) through a BPF ring buffer\n"
 	"      --ringbuf-size SIZE  ring buffer size (default 256k; rounded up to a\n"
 	"                         power-of-two number of pages)\n"
-	"      --events FILE      write the records to FILE as JSON lines (else text lines:\n"
-	"                         on stdout with text output to stdout, on stderr otherwise)\n"
+	"      --events FILE      write the records to FILE as JSON lines (- = stdout, with\n"
+	"                         -o FILE); else text lines, on stdout with a text report\n"
+	"                         there, on stderr otherwise\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
 	"  -h, --help             this help\n";
 
@@ -332,7 +333,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		}
 		return 0;
 	case LH_OPT_EVENTS:
-		err = lh_output_check(arg);
+		err = strcmp(arg, "-") ? lh_output_check(arg) : 0;	/* - is stdout */
 		if (err) {
 			lh_usage_error(tool, "--events '%s': cannot be written (%s); give a regular "
 				       "file in a writable folder", arg,
@@ -356,10 +357,31 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	}
 }
 
+/* Do two paths name one file (the same string, or the same existing inode)? */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	if (!strcmp(a, b))
+		return true;
+	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
 	if (o->events_path && o->slower_than_ns == UINT64_MAX) {
 		lh_usage_error(tool, "--events needs --slower-than (which events to record)");
+		return -EINVAL;
+	}
+	if (o->events_path && !strcmp(o->events_path, "-") &&
+	    (!o->output || !strcmp(o->output, "-"))) {
+		lh_usage_error(tool, "--events - and the report would share stdout; give the "
+			       "report a file with -o FILE");
+		return -EINVAL;
+	}
+	if (o->events_path && o->output && same_file(o->events_path, o->output)) {
+		lh_usage_error(tool, "--events and -o name the same file '%s'; give two files",
+			       o->events_path);
 		return -EINVAL;
 	}
 	if (o->interval_ns && o->duration_ns && o->interval_ns > o->duration_ns) {

@@ -71,7 +71,9 @@ int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const 
 	r->buf = malloc(r->cap);
 	if (!r->buf)
 		return -ENOMEM;
-	if (path) {
+	if (path && !strcmp(path, "-")) {
+		r->fd = STDOUT_FILENO;
+	} else if (path) {
 		/* a stream, written as records come: never through a symlink */
 		r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
 		if (r->fd < 0) {

@@ -41,7 +41,8 @@ struct lh_recorder {
 
 /*
  * Start reading ring buffer map_fd. path: --events FILE (JSON lines, created
- * or truncated, never through a symlink), or NULL for text lines on fd.
+ * or truncated, never through a symlink; "-" is stdout), or NULL for text
+ * lines on fd.
  * Negative errno (with a message naming tool) on failure.
  */
 int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const char *path,

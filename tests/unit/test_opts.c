@@ -101,6 +101,12 @@ static void test_bad_values(void **state)
 	assert_int_equal(PARSE(&o, "--events", "/tmp/lathist-ev.json"), -EINVAL);
 	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "/nonexistent-lathist/e"),
 			 -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "/tmp/lathist-same.json",
+			       "-o", "/tmp/lathist-same.json"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "-"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "-", "-o", "-"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "-", "-o",
+			       "/tmp/lathist-unit-report.json"), 0);
 }
 
 static void test_ringbuf_size(void **state)
