@@ -13,7 +13,7 @@ OUT := build
 
 TOOLS := runq bio
 LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/session.c \
-	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c
+	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c src/pmu.c
 TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
 
 CFLAGS ?= -O2 -g
@@ -56,7 +56,7 @@ run: deps
 	./lathist runq -d 5
 
 # ---- tests ----
-UNIT_TESTS := test_hist test_util test_opts test_counters
+UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
 WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth
 

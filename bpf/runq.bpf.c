@@ -17,6 +17,7 @@
 #include "lathist.bpf.h"
 #include "core_fixes.bpf.h"
 #include "runq.h"
+#include "pmu.h"
 
 #define TASK_RUNNING 0
 
@@ -29,6 +30,10 @@ const volatile __u64 cpu_mask[RUNQ_MAX_CPUS / 64];
 /* sched_switch has had a prev_state argument since 5.18; the loader reads
  * the tracepoint's BTF prototype and says whether this kernel passes it. */
 const volatile bool switch_has_prev_state = true;
+/* On-CPU slices (--oncpu) and PMU counters read over them (--counters). */
+const volatile bool oncpu_on;
+const volatile __u32 pmu_n;		/* counters, 0..LH_MAX_PMU */
+const volatile __u32 pmu_ncpus;		/* runq_pmu_events index = counter * pmu_ncpus + cpu */
 
 /* total and per-CPU: index = (kind - 1) + RUNQ_NR_HISTS * buf */
 struct {
@@ -61,6 +66,39 @@ struct {
 	__type(key, __u32);
 	__type(value, struct runq_start);
 } runq_pid_start SEC(".maps");
+
+/* Counting perf events opened by the loader, one per (counter, CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} runq_pmu_events SEC(".maps");
+
+/* The slice running on each CPU now. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct runq_slice);
+} runq_slice SEC(".maps");
+
+/* Counter sums, total and per CPU: index = buf. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct lh_pmu_val);
+} runq_pmu SEC(".maps");
+
+/* Counter sums per process / thread (key kind RUNQ_ONCPU); max_entries = --max-keys. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 10240);
+	__type(key, struct runq_hist_key);
+	__type(value, struct lh_pmu_val);
+} runq_pmu_keyed SEC(".maps");
 
 /* Is t running on a CPU right now? (task_struct::on_cpu exists with CONFIG_SMP) */
 static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
@@ -179,14 +217,31 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	return 0;
 }
 
-/* Add a wait to its histogram; false (failure counted) when the map is full. */
+/* The histogram key of task t for the grouping (process or thread). */
+static __always_inline void task_key(struct runq_hist_key *key, struct task_struct *t, __u32 tid,
+				     __u32 tgid, __u32 kind, __u32 buf, bool btf)
+{
+	struct task_struct *leader;
+
+	key->kind = kind;
+	key->buf = buf;
+	key->tgid = tgid;
+	if (group == RUNQ_GROUP_THREAD) {
+		key->tid = tid;
+		key->birth_ns = TREAD(btf, t, start_time);
+	} else {
+		leader = TREAD(btf, t, group_leader);
+		key->birth_ns = BPF_CORE_READ(leader, start_time);
+	}
+}
+
+/* Add a wait (or slice) to its histogram; false (failure counted) when the map is full. */
 static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 tgid,
 					__u32 kind, __u64 delta, bool btf,
 					struct lh_counters *c, __u32 buf)
 {
 	struct runq_hist_key key = {};
 	struct lh_hist_head *h;
-	struct task_struct *leader;
 
 	if (group == RUNQ_GROUP_TOTAL || group == RUNQ_GROUP_CPU) {
 		__u32 idx = (kind - 1) + RUNQ_NR_HISTS * buf;
@@ -197,16 +252,7 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
 		lh_hist_add(h, delta);
 		return true;
 	}
-	key.kind = kind;
-	key.buf = buf;
-	key.tgid = tgid;
-	if (group == RUNQ_GROUP_THREAD) {
-		key.tid = tid;
-		key.birth_ns = TREAD(btf, t, start_time);
-	} else {
-		leader = TREAD(btf, t, group_leader);
-		key.birth_ns = BPF_CORE_READ(leader, start_time);
-	}
+	task_key(&key, t, tid, tgid, kind, buf, btf);
 	h = lh_hist_keyed(&runq_hist_keyed, &key, c);
 	if (!h)
 		return false;
@@ -332,6 +378,139 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	record_wait(prev, next, tid, tgid, kind, start_cpu, now, delta, btf, c);
 }
 
+/* The counter sums of t's key; NULL (failure counted) when the map is full. */
+static __always_inline struct lh_pmu_val *pmu_val(struct task_struct *t, __u32 tid, __u32 tgid,
+						  bool btf, struct lh_counters *c, __u32 buf)
+{
+	static const struct lh_pmu_val zero;
+	struct runq_hist_key key = {};
+	struct lh_pmu_val *v;
+	long err;
+
+	if (group == RUNQ_GROUP_TOTAL || group == RUNQ_GROUP_CPU)
+		return bpf_map_lookup_elem(&runq_pmu, &buf);
+	task_key(&key, t, tid, tgid, RUNQ_ONCPU, buf, btf);
+	v = bpf_map_lookup_elem(&runq_pmu_keyed, &key);
+	if (v)
+		return v;
+	err = bpf_map_update_elem(&runq_pmu_keyed, &key, &zero, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		lh_count_map_err(c, LH_LOSS_HIST_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&runq_pmu_keyed, &key);
+}
+
+static __always_inline void count_pmu_err(struct lh_counters *c, long err)
+{
+	if (err == -2)		/* ENOENT */
+		c->v[LH_LOSS_PMU_ENOENT]++;
+	else if (err == -22)	/* EINVAL */
+		c->v[LH_LOSS_PMU_EINVAL]++;
+	else
+		c->v[LH_LOSS_PMU_OTHER]++;
+}
+
+/*
+ * On-CPU slices: the slice that ends on this CPU belongs to prev, the one that
+ * begins to next. Its time goes to the oncpu histogram and, with --counters,
+ * each counter's delta over it (bpf_perf_event_read_value: counter,
+ * time_enabled, time_running) to prev's key. Counters are read once per switch:
+ * the end of one slice is the start of the next.
+ */
+static __always_inline void on_slice(struct task_struct *prev, struct task_struct *next,
+				     __u64 now, bool btf, struct lh_counters *c, __u32 buf)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), ptid, ntid, tgid, bad = 0;
+	struct bpf_perf_event_value cur[LH_MAX_PMU];
+	struct lh_pmu_val *pv = NULL;
+	struct runq_slice *sl;
+	bool end, start;
+	__u64 delta = 0;
+	int i;
+
+	sl = bpf_map_lookup_elem(&runq_slice, &zero);
+	if (!sl)
+		return;
+	ptid = TREAD(btf, prev, pid);
+	ntid = TREAD(btf, next, pid);
+	/* a slice is recorded only for a selected task on a selected CPU */
+	end = sl->tid && ptid == sl->tid;
+	if (sl->tid && !end)
+		c->v[LH_LOSS_SLICE_UNPAIRED]++;	/* a switch on this CPU was missed */
+	start = ntid && cpu_selected(cpu) && task_selected(next, ntid, TREAD(btf, next, tgid));
+	if (!end && !start) {
+		sl->tid = 0;
+		return;
+	}
+	if (!now)
+		now = bpf_ktime_get_ns();
+	for (i = 0; i < LH_MAX_PMU; i++) {
+		long err;
+
+		if (i >= pmu_n)
+			break;
+		err = bpf_perf_event_read_value(&runq_pmu_events, i * pmu_ncpus + cpu, &cur[i],
+						sizeof(cur[i]));
+		if (err) {
+			count_pmu_err(c, err);
+			bad |= 1U << i;
+		}
+	}
+	if (end && lh_delta(c, sl->ts, now, &delta)) {
+		tgid = TREAD(btf, prev, tgid);
+		/* counters cover exactly the slices in the oncpu histogram */
+		if (hist_record(prev, ptid, tgid, RUNQ_ONCPU, delta, btf, c, buf)) {
+			c->v[LH_EV_SLICES]++;
+			if (pmu_n)
+				pv = pmu_val(prev, ptid, tgid, btf, c, buf);
+		}
+	}
+	if (pv) {
+		bool missing = false;
+
+		if (group == RUNQ_GROUP_THREAD && !pv->comm[0])
+			BPF_CORE_READ_STR_INTO(&pv->comm, prev, comm);
+		else if (group == RUNQ_GROUP_PROCESS && !pv->comm[0])
+			BPF_CORE_READ_STR_INTO(&pv->comm, prev, group_leader, comm);
+		pv->slices++;
+		pv->oncpu_ns += delta;
+		for (i = 0; i < LH_MAX_PMU; i++) {
+			__u64 en, run;
+
+			if (i >= pmu_n)
+				break;
+			if ((bad | sl->bad) & (1U << i)) {
+				missing = true;
+				continue;
+			}
+			en = cur[i].enabled - sl->v[i].enabled;
+			run = cur[i].running - sl->v[i].running;
+			pv->c[i].raw += cur[i].counter - sl->v[i].counter;
+			pv->c[i].enabled += en;
+			pv->c[i].running += run;
+			if (run < en)
+				pv->c[i].multiplexed++;
+		}
+		if (missing)
+			pv->read_failed++;
+	}
+	if (!start) {
+		sl->tid = 0;
+		return;
+	}
+	sl->tid = ntid;
+	sl->ts = now;
+	sl->bad = bad;
+	for (i = 0; i < LH_MAX_PMU; i++) {
+		if (i >= pmu_n)
+			break;
+		sl->v[i].counter = cur[i].counter;
+		sl->v[i].enabled = cur[i].enabled;
+		sl->v[i].running = cur[i].running;
+	}
+}
+
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state,
 				     bool btf)
@@ -343,7 +522,11 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!c)
 		return 0;
 	now = on_switch_out(preempt, prev, prev_state, btf, c);
+	if (oncpu_on && !now)
+		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
 	on_switch_in(prev, next, now, btf, c, buf);
+	if (oncpu_on)
+		on_slice(prev, next, now, btf, c, buf);
 	return 0;
 }
 

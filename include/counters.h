@@ -26,6 +26,7 @@ enum lh_counter {
 	LH_EV_BIO_MERGED,	/* bio: requests merged into another before issue */
 	LH_EV_BIO_UNISSUED,	/* bio: requests completed without reaching the driver */
 	LH_EV_RB_ELIGIBLE,	/* events at or over --slower-than: a record each */
+	LH_EV_SLICES,		/* runq --oncpu/--counters: on-CPU slices in the oncpu histograms */
 	/* losses: each keeps an event out of the histograms */
 	LH_LOSS_UNPAIRED,	/* end with a record but no start */
 	LH_LOSS_OVERWRITTEN,	/* start replaced before its end */
@@ -40,6 +41,10 @@ enum lh_counter {
 	LH_LOSS_HIST_ENOMEM,	/* histogram map: out of memory */
 	LH_LOSS_HIST_OTHER,	/* histogram map: other errno */
 	LH_LOSS_RINGBUF,	/* record not reserved: ring buffer full (record lost, histograms keep the event) */
+	LH_LOSS_SLICE_UNPAIRED,	/* on-CPU slice end whose switch-in on that CPU was not seen */
+	LH_LOSS_PMU_ENOENT,	/* bpf_perf_event_read_value: -ENOENT (no event in the slot) */
+	LH_LOSS_PMU_EINVAL,	/* bpf_perf_event_read_value: -EINVAL (event not readable here) */
+	LH_LOSS_PMU_OTHER,	/* bpf_perf_event_read_value: other errno */
 	LH_NR_COUNTERS
 };
 

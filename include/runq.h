@@ -3,13 +3,16 @@
 #ifndef LATHIST_RUNQ_H
 #define LATHIST_RUNQ_H
 
+#include "pmu.h"
+
 /* What a wait began with. */
 enum runq_kind {
 	RUNQ_NONE = 0,
 	RUNQ_WAKEUP = 1,	/* sched_wakeup / sched_wakeup_new */
 	RUNQ_PREEMPT = 2,	/* switched out while still runnable */
+	RUNQ_ONCPU = 3,		/* not a wait: an on-CPU slice, switch-in to switch-out */
 };
-#define RUNQ_NR_HISTS 2		/* wakeup, preempt: index = kind - 1 */
+#define RUNQ_NR_HISTS 3		/* wakeup, preempt, oncpu: index = kind - 1 */
 
 enum runq_group {
 	RUNQ_GROUP_TOTAL,
@@ -35,6 +38,16 @@ struct runq_hist_key {
 	unsigned char kind;		/* enum runq_kind */
 	unsigned char buf;		/* interval double buffer, 0/1 */
 	unsigned char pad[6];
+};
+
+/* This CPU's current on-CPU slice (--oncpu, --counters); per-CPU array, BPF only. */
+struct runq_slice {
+	unsigned long long ts;		/* switch-in, bpf_ktime_get_ns() */
+	unsigned int tid;		/* the task switched in; 0 = no slice (idle, filtered) */
+	unsigned int bad;		/* bit i: counter i could not be read at switch-in */
+	struct {
+		unsigned long long counter, enabled, running;
+	} v[LH_MAX_PMU];		/* counters at switch-in */
 };
 
 #define RUNQ_MAX_CPUS 1024

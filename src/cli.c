@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,8 @@ int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded)
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
 	if (errno)
 		return -EINVAL;
 	if (!strcmp(end, "k") || !strcmp(end, "K"))
@@ -82,8 +85,10 @@ int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded)
 		mult = 1024 * 1024 * 1024;
 	else if (*end)
 		return -EINVAL;
-	if (!v || v > (1ULL << 30) / mult)
-		return v ? -ERANGE : -EINVAL;
+	if (!v)
+		return -EDOM;		/* zero: too small */
+	if (v > (1ULL << 30) / mult)
+		return -ERANGE;
 	want = v * mult;
 	*bytes = page;
 	while (*bytes < want)
@@ -317,22 +322,38 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->verbose = true;
 		return 0;
 	case LH_OPT_SLOWER_THAN:
+		if (o->slower_than_ns != UINT64_MAX) {
+			lh_usage_error(tool, "--slower-than given twice; give one threshold");
+			return -EINVAL;
+		}
 		if (lh_parse_duration(arg, true, &o->slower_than_ns)) {
-			lh_usage_error(tool, "--slower-than '%s': not a duration; give e.g. 10ms, 250us "
-				       "or 0 for every event", arg);
+			o->slower_than_ns = UINT64_MAX;
+			lh_usage_error(tool, "--slower-than '%s': not a duration; give e.g. 10ms, 250us, "
+				       "2s (ns, us, ms, s; a bare number is seconds) or 0 for every "
+				       "event", arg);
 			return -EINVAL;
 		}
 		return 0;
 	case LH_OPT_RINGBUF_SIZE:
+		if (o->ringbuf_set) {
+			lh_usage_error(tool, "--ringbuf-size given twice; give one size");
+			return -EINVAL;
+		}
 		err = lh_parse_ringbuf_size(arg, &o->ringbuf_bytes, &o->ringbuf_rounded);
 		if (err) {
 			lh_usage_error(tool, "--ringbuf-size '%s': %s; give bytes with k, m or g, "
-				       "e.g. 4096, 256k, 8m (at most 1g)", arg,
-				       err == -ERANGE ? "too large" : "not a size");
+				       "e.g. 4096, 256k, 8m (one page to 1g)", arg,
+				       err == -ERANGE ? "too large" : err == -EDOM ? "too small" :
+				       "not a size");
 			return -EINVAL;
 		}
+		o->ringbuf_set = true;
 		return 0;
 	case LH_OPT_EVENTS:
+		if (o->events_path) {
+			lh_usage_error(tool, "--events given twice; give one file");
+			return -EINVAL;
+		}
 		err = strcmp(arg, "-") ? lh_output_check(arg) : 0;	/* - is stdout */
 		if (err) {
 			lh_usage_error(tool, "--events '%s': cannot be written (%s); give a regular "
@@ -357,20 +378,43 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	}
 }
 
-/* Do two paths name one file (the same string, or the same existing inode)? */
+/* Do two paths name one file: the same existing inode, or the same name in the
+ * same folder once the folders are resolved (a file not created yet)? */
 static bool same_file(const char *a, const char *b)
 {
+	char *ca = strdup(a), *cb = strdup(b), *ra = NULL, *rb = NULL;
 	struct stat x, y;
+	bool same;
 
-	if (!strcmp(a, b))
-		return true;
-	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	if (!stat(a, &x) && !stat(b, &y))
+		same = x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	else if (!ca || !cb)
+		same = !strcmp(a, b);
+	else {
+		ra = realpath(dirname(ca), NULL);
+		rb = realpath(dirname(cb), NULL);
+		free(ca);
+		free(cb);
+		ca = strdup(a);
+		cb = strdup(b);
+		same = ra && rb && ca && cb && !strcmp(ra, rb) &&
+		       !strcmp(basename(ca), basename(cb));
+	}
+	free(ra);
+	free(rb);
+	free(ca);
+	free(cb);
+	return same;
 }
 
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
 	if (o->events_path && o->slower_than_ns == UINT64_MAX) {
 		lh_usage_error(tool, "--events needs --slower-than (which events to record)");
+		return -EINVAL;
+	}
+	if (o->ringbuf_set && o->slower_than_ns == UINT64_MAX) {
+		lh_usage_error(tool, "--ringbuf-size needs --slower-than (records to carry)");
 		return -EINVAL;
 	}
 	if (o->events_path && !strcmp(o->events_path, "-") &&

@@ -35,6 +35,7 @@ struct lh_common_opts {
 	uint64_t slower_than_ns;	/* records for events >= this; UINT64_MAX = none */
 	uint64_t ringbuf_bytes;		/* ring buffer size, a power-of-two number of pages */
 	bool ringbuf_rounded;		/* --ringbuf-size was rounded up (said with -v) */
+	bool ringbuf_set;		/* --ringbuf-size given */
 	const char *events_path;	/* --events FILE: records as JSON lines */
 	uint32_t consumer_delay_us;	/* test only: sleep per record consumed */
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
@@ -86,7 +87,8 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 
 /*
  * Parse a size in bytes ("4096", "64k", "1m", "1g") and round it up to a power-of-two
- * number of pages (what BPF ring buffers need). -EINVAL or -ERANGE (over 1 GiB).
+ * number of pages (what BPF ring buffers need). -EINVAL (not a size), -EDOM
+ * (zero) or -ERANGE (over 1 GiB).
  */
 int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
 

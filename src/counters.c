@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "counters_user.h"
 #include "hist.h"
+#include "report.h"
 
 #define R LH_TOOL_RUNQ
 #define B LH_TOOL_BIO
@@ -23,7 +24,7 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_BIO_REQUEUED] = { "requeued", "requests issued again after a requeue (device time from the last issue)", false, B, false },
 	[LH_EV_BIO_MERGED] = { "merged", "requests merged into another before issue (counted with it)", false, B, false },
 	[LH_EV_BIO_UNISSUED] = { "completed_unissued", "requests completed without reaching the driver (e.g. empty flushes): total only", false, B, false },
-	[LH_EV_RB_ELIGIBLE] = { "records_eligible", "events at or over --slower-than: one record each", false, A, false, true },
+	[LH_EV_RB_ELIGIBLE] = { "records_eligible", "events at or over --slower-than: one record each", false, A, false, LH_FEAT_RECORDS },
 	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "ends whose start was never seen", true, A, true },
 	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced before their end", true, A, false },
 	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R, false },
@@ -36,7 +37,12 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A, true },
 	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A, true },
 	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A, true },
-	[LH_LOSS_RINGBUF] = { "ringbuf_drop", "records not written: ring buffer full (the histograms still count the events)", true, A, false, true },
+	[LH_LOSS_RINGBUF] = { "ringbuf_drop", "records not written: ring buffer full (the histograms still count the events)", true, A, false, LH_FEAT_RECORDS },
+	[LH_EV_SLICES] = { "slices", "on-CPU slices in the oncpu histograms", false, R, false, LH_FEAT_ONCPU },
+	[LH_LOSS_SLICE_UNPAIRED] = { "slice_unpaired", "on-CPU slices whose switch-in on that CPU was not seen", true, R, false, LH_FEAT_ONCPU },
+	[LH_LOSS_PMU_ENOENT] = { "counter_read_enoent", "counter reads failed: ENOENT (no event in the slot)", true, R, false, LH_FEAT_ONCPU },
+	[LH_LOSS_PMU_EINVAL] = { "counter_read_einval", "counter reads failed: EINVAL (event not readable on this CPU)", true, R, false, LH_FEAT_ONCPU },
+	[LH_LOSS_PMU_OTHER] = { "counter_read_error", "counter reads failed: other errno", true, R, false, LH_FEAT_ONCPU },
 };
 #undef R
 #undef B
@@ -71,9 +77,14 @@ const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len)
 
 uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS])
 {
-	uint64_t lost = lh_counters_lost(v);
+	uint64_t lost = lh_counters_lost(v), other = lh_pmu_lost(v) + v[LH_LOSS_RINGBUF];
 
-	return lost - (v[LH_LOSS_RINGBUF] < lost ? v[LH_LOSS_RINGBUF] : lost);
+	return lost - (other < lost ? other : lost);
+}
+
+uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS])
+{
+	return v[LH_LOSS_PMU_ENOENT] + v[LH_LOSS_PMU_EINVAL] + v[LH_LOSS_PMU_OTHER];
 }
 
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS])

@@ -17,7 +17,7 @@ struct lh_counter_info {
 	bool loss;		/* keeps an event out of the histograms */
 	unsigned int tools;	/* enum lh_tool_bit: shown for these tools only */
 	bool of_events;		/* counted at ends: a part of "events", shown with a share */
-	bool records;		/* about --slower-than records: shown only with them */
+	unsigned int needs;	/* enum lh_feature bits: shown only with these outputs */
 };
 
 /* Info for counter i (0 <= i < LH_NR_COUNTERS). */
@@ -32,9 +32,13 @@ const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len);
 /* Sum of all loss classes. */
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
 
-/* Sum of the loss classes that keep events out of the histograms (all but
- * ringbuf_drop, which loses a record while the histograms keep the event). */
+/* Sum of the loss classes that keep events out of the histograms: all but
+ * ringbuf_drop (a record lost, the histograms keep the event) and the counter
+ * read errors (a counter's sums miss a slice, the histograms keep it). */
 uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS]);
+
+/* Failed bpf_perf_event_read_value calls (counter_read_*). */
+uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS]);
 
 /*
  * The bias rule: the distribution is flagged when any loss class is non-zero

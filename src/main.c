@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* lathist: where is time lost? Verb dispatch. */
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 #include "tool.h"
 #include "version.h"
@@ -16,8 +19,30 @@ static const char usage[] =
 	"lathist VERB -h shows a verb's options. lathist --version prints the version.\n"
 	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
 
+/*
+ * Started with fd 0, 1 or 2 closed, the next file opened would take its
+ * number and get what was meant for the stream: fill the gap with /dev/null,
+ * and remember that standard output is not there.
+ */
+static void guard_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		if (fd == STDOUT_FILENO)
+			lh_stdout_closed = true;
+		int nfd = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+
+		if (nfd >= 0 && nfd != fd) {
+			dup2(nfd, fd);
+			close(nfd);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
+	guard_std_fds();
 	if (argc < 2) {
 		fputs("lathist: missing verb (runq or bio); see lathist -h\n", stderr);
 		return LH_EXIT_USAGE;

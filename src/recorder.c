@@ -13,7 +13,11 @@
 #define LINE_MAX_BYTES 1024
 #define BUF_BYTES (64 * 1024)
 
-/* Write out the whole lines buffered; keeps the first error. */
+/*
+ * Write out the whole lines buffered. On the first failure (disk full, closed
+ * pipe) the error is said once, a file is cut back to its last whole line,
+ * and later records are counted but not written.
+ */
 static void flush_lines(struct lh_recorder *r)
 {
 	size_t off = 0;
@@ -23,12 +27,28 @@ static void flush_lines(struct lh_recorder *r)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
 			r->err = n < 0 ? errno : EIO;
-		else
-			off += (size_t)n;
+			fprintf(stderr, "lathist %s: writing the records to %s failed: %s; tracing "
+				"goes on, records are counted but no longer written\n", r->tool,
+				r->path ? r->path : r->fd == STDOUT_FILENO ? "stdout" : "stderr",
+				strerror(r->err));
+			/* no torn line: back to the end of the last line written whole */
+			if (r->own_fd && ftruncate(r->fd, (off_t)r->written) == 0)
+				lseek(r->fd, (off_t)r->written, SEEK_SET);
+			break;
+		}
+		off += (size_t)n;
+		/* whole lines so far: up to the last newline written */
+		for (size_t i = off; i > 0; i--)
+			if (r->buf[i - 1] == '\n') {
+				r->written += i - r->line_off;
+				r->line_off = i;
+				break;
+			}
 	}
 	r->used = 0;
+	r->line_off = 0;
 }
 
 /*
@@ -44,11 +64,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	int n;
 
 	r->delivered++;
+	if (r->err)
+		goto next;	/* writing failed earlier: counted only */
 	if (r->cap - r->used < LINE_MAX_BYTES)
 		flush_lines(r);
 	n = r->format(r->ctx, data, size, r->json, r->buf + r->used, r->cap - r->used);
 	if (n > 0 && (size_t)n < r->cap - r->used)
 		r->used += (size_t)n;
+next:
 	if (r->delay_us)
 		usleep(r->delay_us);
 	if (r->drain_until_ns && size >= sizeof(*h) && h->ts_ns > r->drain_until_ns)
@@ -65,6 +88,8 @@ int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const 
 
 	r->format = format;
 	r->ctx = ctx;
+	r->tool = tool;
+	r->path = path;
 	r->json = path != NULL;
 	r->fd = fd;
 	r->cap = BUF_BYTES;
@@ -105,6 +130,7 @@ void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns)
 	r->stop_ns = deadline_ns;
 	ring_buffer__poll(r->rb, ms < 100 ? ms : 100);
 	r->stop_ns = 0;
+	flush_lines(r);		/* lines reach the file or pipe within ~100 ms */
 }
 
 int lh_recorder_drain(struct lh_recorder *r, uint64_t until_ns, uint64_t *delivered)

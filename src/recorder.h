@@ -31,6 +31,10 @@ struct lh_recorder {
 	char *buf;			/* whole lines not written yet */
 	size_t used, cap;
 	int err;			/* first write error (errno), 0 if none */
+	const char *tool;		/* for messages */
+	const char *path;		/* --events FILE, NULL for a standard stream */
+	uint64_t written;		/* bytes of whole lines written to the file */
+	size_t line_off;		/* within buf: end of the whole lines written */
 	uint64_t delivered;		/* records read since the last drain */
 	uint64_t drain_until_ns;	/* draining: stop after a record newer than this */
 	uint64_t stop_ns;		/* polling: stop reading at this CLOCK_MONOTONIC time */
@@ -56,8 +60,8 @@ void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns);
 /*
  * Read what is in the ring buffer now (with programs still running, stop at the
  * first record newer than until_ns; 0 = read all), write it out and return the
- * records read since the last drain in *delivered. Negative errno when writing
- * failed (the first error of the run).
+ * records read since the last drain in *delivered. Negative errno once writing
+ * has failed (said once, when it happened; records are then counted only).
  */
 int lh_recorder_drain(struct lh_recorder *r, uint64_t until_ns, uint64_t *delivered);
 

@@ -3,6 +3,7 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pmu_user.h"
 #include "report.h"
 #include "version.h"
 
@@ -87,6 +88,8 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
 	return o;
 }
 
+static json_object *pmu_meta_json(const struct lh_pmu_meta *pm);
+
 static json_object *meta_json(const struct lh_meta *m)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_object();
@@ -128,15 +131,17 @@ static json_object *meta_json(const struct lh_meta *m)
 		json_object_array_add(maps, mo);
 	}
 	json_object_object_add(o, "maps", maps);
+	if (m->pmu.n || m->pmu.nunsupported)
+		json_object_object_add(o, "counters", pmu_meta_json(&m->pmu));
 	return o;
 }
 
-static json_object *loss_json(const uint64_t *v, unsigned int tool_bit)
+static json_object *loss_json(const uint64_t *v, unsigned int tool_bit, unsigned int features)
 {
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if (lh_counter_info(i)->tools & tool_bit)
+		if ((lh_counter_info(i)->tools & tool_bit) && !(lh_counter_info(i)->needs & ~features))
 			json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
 	/* every end without a start, whatever the cause */
 	json_object_object_add(o, "unpaired", u64(v[LH_EV_BEFORE_TRACE] + v[LH_LOSS_UNPAIRED]));
@@ -159,6 +164,7 @@ static json_object *bias_json(const uint64_t *v, const struct lh_report *r)
 	json_object_object_add(o, "reasons", a);
 	json_object_object_add(o, "histograms", json_object_new_boolean(lh_hist_lost(v) > 0));
 	json_object_object_add(o, "records", json_object_new_boolean(v[LH_LOSS_RINGBUF] > 0));
+	json_object_object_add(o, "counters", json_object_new_boolean(lh_pmu_lost(v) > 0));
 	if (r->trend != LH_TREND_NONE) {
 		json_object *t = json_object_new_object();
 
@@ -170,6 +176,92 @@ static json_object *bias_json(const uint64_t *v, const struct lh_report *r)
 		json_object_object_add(o, "trend", NULL);
 	}
 	return o;
+}
+
+static json_object *estimate_json(const struct lh_pmu_row *w, bool *est)
+{
+	double v;
+
+	if (!lh_pmu_estimate(w->raw, w->enabled_ns, w->running_ns, &v, est))
+		return NULL;	/* undefined: never 0, never infinity */
+	return json_object_new_double(v);
+}
+
+/* meta.counters: what was asked for and what could be counted. */
+static json_object *pmu_meta_json(const struct lh_pmu_meta *pm)
+{
+	json_object *o = json_object_new_object(), *ev = json_object_new_array(),
+		    *un = json_object_new_array();
+
+	for (int i = 0; i < pm->n; i++)
+		json_object_array_add(ev, json_object_new_string(pm->names[i]));
+	for (int i = 0; i < pm->nunsupported; i++) {
+		json_object *u = json_object_new_object();
+
+		json_object_object_add(u, "event", json_object_new_string(pm->unsupported[i].name));
+		json_object_object_add(u, "errno", json_object_new_int(pm->unsupported[i].err));
+		json_object_object_add(u, "reason",
+				       json_object_new_string(lh_pmu_why(pm->unsupported[i].err)));
+		json_object_array_add(un, u);
+	}
+	json_object_object_add(o, "events", ev);
+	json_object_object_add(o, "unsupported", un);
+	return o;
+}
+
+/* The counters list: one entry per key and counter; ratios where both counters exist. */
+static void pmu_json(json_object *root, const struct lh_report *r)
+{
+	json_object *list = json_object_new_array(), *ratios = json_object_new_array();
+
+	for (size_t i = 0; i < r->npmu; i++) {
+		const struct lh_pmu_row *w = &r->pmu[i];
+		json_object *o = json_object_new_object(), *e;
+		bool est = false;
+
+		json_object_object_add(o, "key", key_json(&w->key));
+		json_object_object_add(o, "event",
+				       json_object_new_string(r->meta.pmu.names[w->event]));
+		json_object_object_add(o, "raw", u64(w->raw));
+		json_object_object_add(o, "time_enabled_ns", u64(w->enabled_ns));
+		json_object_object_add(o, "time_running_ns", u64(w->running_ns));
+		json_object_object_add(o, "slices", u64(w->slices));
+		json_object_object_add(o, "multiplexed_slices", u64(w->multiplexed));
+		json_object_object_add(o, "read_failed_slices", u64(w->read_failed));
+		json_object_object_add(o, "oncpu_ns", u64(w->oncpu_ns));
+		e = estimate_json(w, &est);
+		json_object_object_add(o, "estimate", e);
+		json_object_object_add(o, "estimated", json_object_new_boolean(e && est));
+		json_object_array_add(list, o);
+	}
+	for (size_t a = 0, b; a < r->npmu; a = b) {
+		const struct lh_pmu_row *ins = NULL, *cyc = NULL;
+
+		for (b = a; b < r->npmu && !memcmp(&r->pmu[b].key, &r->pmu[a].key,
+						   sizeof(r->pmu[a].key)); b++) {
+			const char *n = r->meta.pmu.names[r->pmu[b].event];
+
+			if (!strcmp(n, "instructions"))
+				ins = &r->pmu[b];
+			else if (!strcmp(n, "cycles") || !strcmp(n, "cpu-cycles"))
+				cyc = &r->pmu[b];
+		}
+		if (ins && cyc) {
+			json_object *o = json_object_new_object();
+			double v;
+			bool est = false, ok = lh_pmu_ratio(ins->raw, ins->enabled_ns, ins->running_ns,
+							    cyc->raw, cyc->enabled_ns,
+							    cyc->running_ns, &v, &est);
+
+			json_object_object_add(o, "key", key_json(&ins->key));
+			json_object_object_add(o, "name", json_object_new_string("ipc"));
+			json_object_object_add(o, "value", ok ? json_object_new_double(v) : NULL);
+			json_object_object_add(o, "estimated", json_object_new_boolean(ok && est));
+			json_object_array_add(ratios, o);
+		}
+	}
+	json_object_object_add(root, "counters", list);
+	json_object_object_add(root, "counter_ratios", ratios);
 }
 
 char *lh_render_json(const struct lh_report *r, bool compact)
@@ -185,7 +277,9 @@ char *lh_render_json(const struct lh_report *r, bool compact)
 	for (size_t i = 0; i < r->nhists; i++)
 		json_object_array_add(hs, hist_json(&r->hists[i], &r->meta));
 	json_object_object_add(root, "histograms", hs);
-	json_object_object_add(root, "loss", loss_json(r->counters, r->meta.tool_bit));
+	if (r->meta.pmu.n || r->meta.pmu.nunsupported)
+		pmu_json(root, r);
+	json_object_object_add(root, "loss", loss_json(r->counters, r->meta.tool_bit, r->meta.features));
 	json_object_object_add(root, "bias", bias_json(r->counters, r));
 	if (r->records.on) {
 		json_object *rec = json_object_new_object();

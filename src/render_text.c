@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pmu_user.h"
 #include "report.h"
 
 #define STARS 40
@@ -160,7 +161,7 @@ static void print_losses(FILE *f, const struct lh_report *r)
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = lh_counter_info(i);
 
-		if (!(ci->tools & r->meta.tool_bit) || (ci->records && !r->records.on))
+		if (!(ci->tools & r->meta.tool_bit) || (ci->needs & ~r->meta.features))
 			continue;
 		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
 		/* a share only for what is a part of the events */
@@ -170,13 +171,16 @@ static void print_losses(FILE *f, const struct lh_report *r)
 			fprintf(f, " %8s", "");
 		fprintf(f, "  %s%s\n", ci->loss ? "LOSS: " : "", ci->desc);
 	}
-	if (r->records.on)
+	if (r->records.on) {
+		uint64_t kib = r->records.ringbuf_bytes / 1024;
+
 		fprintf(f, "records (--slower-than %.3f %s): eligible %" PRIu64 ", delivered %" PRIu64
-			", dropped %" PRIu64 " (%s; ring buffer %" PRIu64 " KiB)\n",
+			", dropped %" PRIu64 " (%s; ring buffer %" PRIu64 " %s)\n",
 			in_unit(r->records.slower_than_ns, r->meta.scheme.unit_ns), r->meta.unit,
 			v[LH_EV_RB_ELIGIBLE], r->records.delivered, v[LH_LOSS_RINGBUF],
 			lh_share(v[LH_LOSS_RINGBUF], v[LH_EV_RB_ELIGIBLE], share, sizeof(share)),
-			r->records.ringbuf_bytes / 1024);
+			kib >= 1024 ? kib / 1024 : kib, kib >= 1024 ? "MiB" : "KiB");
+	}
 	if (r->trend == LH_TREND_RISES)
 		fprintf(f, "losses rise with load over %zu intervals: the tail is most likely "
 			"under-reported\n", r->trend_intervals);
@@ -198,10 +202,86 @@ static void print_losses(FILE *f, const struct lh_report *r)
 	if (hist_lost)
 		fputs("Losses cluster in bursts and expensive events: the distribution may be biased\n"
 		      "(most likely the tail is under-reported); counts were not rescaled.\n", f);
+	if (lh_pmu_lost(v))
+		fputs("Counter reads failed: those slices are left out of the counter sums (see\n"
+		      "'slices left out' per key); the histograms still hold them.\n", f);
 	if (v[LH_LOSS_RINGBUF])
 		fputs("Records were dropped where the ring buffer was full, in bursts: the records\n"
 		      "are not every slow event (the histograms still count them all); raise\n"
 		      "--ringbuf-size or --slower-than.\n", f);
+}
+
+/* The row of counter `name` among rows [a, b) of one key, or NULL. */
+static const struct lh_pmu_row *pmu_find(const struct lh_report *r, size_t a, size_t b,
+					 const char *name)
+{
+	for (size_t i = a; i < b; i++)
+		if (!strcmp(r->meta.pmu.names[r->pmu[i].event], name))
+			return &r->pmu[i];
+	return NULL;
+}
+
+/* A counter table per key: raw, times, multiplexing, the estimate, a rate per on-CPU ms. */
+static void print_counters(FILE *f, const struct lh_report *r)
+{
+	const struct lh_pmu_meta *pm = &r->meta.pmu;
+
+	if (!pm->n)
+		return;
+	fputs("\ncounters over on-CPU slices (raw = counted; estimate = raw x time_enabled / "
+	      "time_running,\nundefined when the counter never ran):\n", f);
+	for (size_t a = 0, b; a < r->npmu; a = b) {
+		const struct lh_pmu_row *ins, *cyc;
+		double ipc;
+		bool est;
+
+		for (b = a + 1; b < r->npmu && !memcmp(&r->pmu[b].key, &r->pmu[a].key,
+							sizeof(r->pmu[a].key)); b++)
+			;
+		fputs("  ", f);
+		print_key(f, &r->pmu[a].key);
+		fprintf(f, ": %" PRIu64 " slices, on-CPU %.3f ms", r->pmu[a].slices,
+			(double)r->pmu[a].oncpu_ns / 1e6);
+		if (r->pmu[a].read_failed)
+			fprintf(f, ", %" PRIu64 " slices left out (a counter read failed)",
+				r->pmu[a].read_failed);
+		fprintf(f, "\n    %-16s %16s %12s %12s %12s %20s %14s\n", "event", "raw",
+			"enabled ms", "running ms", "multiplexed", "estimate", "per on-CPU ms");
+		for (size_t i = a; i < b; i++) {
+			const struct lh_pmu_row *w = &r->pmu[i];
+			char estbuf[48], rate[32];
+			double v;
+
+			if (!lh_pmu_estimate(w->raw, w->enabled_ns, w->running_ns, &v, &est)) {
+				snprintf(estbuf, sizeof(estbuf), "undefined");
+				snprintf(rate, sizeof(rate), "-");
+			} else {
+				snprintf(estbuf, sizeof(estbuf), est ? "~%.0f (estimate)" : "%.0f", v);
+				if (w->oncpu_ns)
+					snprintf(rate, sizeof(rate), "%.1f", v / ((double)w->oncpu_ns / 1e6));
+				else
+					snprintf(rate, sizeof(rate), "-");
+			}
+			fprintf(f, "    %-16s %16" PRIu64 " %12.3f %12.3f %12" PRIu64 " %20s %14s\n",
+				pm->names[w->event], w->raw, (double)w->enabled_ns / 1e6,
+				(double)w->running_ns / 1e6, w->multiplexed, estbuf, rate);
+		}
+		ins = pmu_find(r, a, b, "instructions");
+		cyc = pmu_find(r, a, b, "cycles");
+		if (!cyc)
+			cyc = pmu_find(r, a, b, "cpu-cycles");
+		if (ins && cyc) {
+			if (lh_pmu_ratio(ins->raw, ins->enabled_ns, ins->running_ns, cyc->raw,
+					 cyc->enabled_ns, cyc->running_ns, &ipc, &est))
+				fprintf(f, "    IPC (instructions / cycles): %.3f%s\n", ipc,
+					est ? " (from estimates: the counters were multiplexed)" : "");
+			else
+				fputs("    IPC (instructions / cycles): undefined\n", f);
+		}
+	}
+	for (int i = 0; i < pm->nunsupported; i++)
+		fprintf(f, "  %s: not counted (%s)\n", pm->unsupported[i].name,
+			lh_pmu_why(pm->unsupported[i].err));
 }
 
 void lh_render_text(FILE *f, const struct lh_report *r)
@@ -211,6 +291,7 @@ void lh_render_text(FILE *f, const struct lh_report *r)
 		fputs("\n(no paired events)\n", f);
 	for (size_t i = 0; i < r->nhists; i++)
 		print_hist(f, &r->hists[i], &r->meta);
+	print_counters(f, r);
 	print_losses(f, r);
 	fflush(f);
 }

@@ -68,15 +68,48 @@ static int hist_cmp(const void *pa, const void *pb)
 	return key_cmp(&a->key, &b->key);
 }
 
+static int pmu_cmp(const void *pa, const void *pb)
+{
+	const struct lh_pmu_row *a = pa, *b = pb;
+	int c = key_cmp(&a->key, &b->key);
+
+	return c ? c : a->event - b->event;
+}
+
 void lh_report_sort(struct lh_report *r)
 {
 	sort_meta = &r->meta;
 	qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
 	sort_meta = NULL;
+	if (r->npmu)
+		qsort(r->pmu, r->npmu, sizeof(*r->pmu), pmu_cmp);
+}
+
+struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *key, int event)
+{
+	struct lh_pmu_row *row;
+
+	if (r->npmu == r->pmu_cap) {
+		size_t cap = r->pmu_cap ? 2 * r->pmu_cap : 16;
+		struct lh_pmu_row *p = realloc(r->pmu, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		r->pmu = p;
+		r->pmu_cap = cap;
+	}
+	row = &r->pmu[r->npmu++];
+	memset(row, 0, sizeof(*row));
+	row->key = *key;
+	row->event = event;
+	return row;
 }
 
 void lh_report_clear(struct lh_report *r)
 {
+	free(r->pmu);
+	r->pmu = NULL;
+	r->npmu = r->pmu_cap = 0;
 	for (size_t i = 0; i < r->nhists; i++)
 		lh_hist_free(&r->hists[i]);
 	free(r->hists);

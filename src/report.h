@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include "counters_user.h"
 #include "hist.h"
+#include "pmu.h"
 
 #define LH_SCHEMA "lathist/1"
 #define LH_MAX_ATTACH 8
@@ -41,6 +42,23 @@ struct lh_hist_kind {
 	const char *desc;	/* "wakeup latency: wakeup to switch-in" */
 };
 
+/* Outputs beyond the histograms a run has: counters shown only with them. */
+enum lh_feature {
+	LH_FEAT_RECORDS = 1,	/* --slower-than */
+	LH_FEAT_ONCPU = 2,	/* runq --oncpu / --counters: on-CPU slices */
+};
+
+/* The PMU counters of a run (runq --counters). */
+struct lh_pmu_meta {
+	int n;				/* counters read, in this order */
+	char names[LH_MAX_PMU][32];
+	int nunsupported;		/* asked for but not opened (--counters-optional) */
+	struct {
+		char name[32];
+		int err;		/* perf_event_open errno */
+	} unsupported[LH_MAX_PMU];
+};
+
 struct lh_meta {
 	const char *tool;		/* "runq" */
 	unsigned int tool_bit;		/* enum lh_tool_bit: which counters apply */
@@ -63,6 +81,20 @@ struct lh_meta {
 	uint32_t interval_index;	/* 1-based in interval mode, 0 otherwise */
 	struct lh_map_size maps[LH_MAX_MAPS];
 	int nmaps;
+	unsigned int features;		/* enum lh_feature bits */
+	struct lh_pmu_meta pmu;
+};
+
+/* One counter's sums over the on-CPU slices of one key. */
+struct lh_pmu_row {
+	struct lh_key key;
+	int event;			/* index in meta.pmu.names */
+	uint64_t raw;			/* counted */
+	uint64_t enabled_ns, running_ns;	/* time_enabled, time_running sums */
+	uint64_t slices;		/* slices of the key */
+	uint64_t multiplexed;		/* slices with running < enabled */
+	uint64_t read_failed;		/* slices left out of the sums: a read failed */
+	uint64_t oncpu_ns;		/* the key's on-CPU time (its oncpu histogram's sum) */
 };
 
 /* Per-event records (--slower-than) of one aggregate. */
@@ -81,7 +113,12 @@ struct lh_report {
 	struct lh_hist *hists;
 	size_t nhists, cap;
 	uint64_t counters[LH_NR_COUNTERS];
+	struct lh_pmu_row *pmu;		/* runq --counters: one row per key and counter */
+	size_t npmu, pmu_cap;
 };
+
+/* Append a zeroed counter row for key and event; NULL on ENOMEM. */
+struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *key, int event);
 
 /* Append a zeroed histogram (takes the scheme from meta); NULL on ENOMEM. */
 struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const struct lh_key *key);

@@ -30,6 +30,7 @@
 static const struct lh_hist_kind runq_kinds[] = {
 	{ "wakeup", "wakeup latency (sched_wakeup to switch-in)" },
 	{ "preempt", "preemption wait (switched out while runnable to switch-in)" },
+	{ "oncpu", "on-CPU time (switch-in to switch-out), not a wait" },
 };
 
 enum {
@@ -38,6 +39,9 @@ enum {
 	OPT_PER_CPU,
 	OPT_CPUS,
 	OPT_MAX_TASKS,
+	OPT_ONCPU,
+	OPT_COUNTERS,
+	OPT_COUNTERS_OPTIONAL,
 };
 
 static const char runq_help[] =
@@ -52,6 +56,12 @@ static const char runq_help[] =
 	"Filters (applied in BPF; also -p and --cgroup below):\n"
 	"  -t, --tid TID          only thread TID\n"
 	"      --cpus LIST        only switch-ins on these CPUs, e.g. 0-3,7\n"
+	"On-CPU time and counters:\n"
+	"      --oncpu            also an oncpu histogram: on-CPU slices (switch-in to out)\n"
+	"      --counters LIST    perf counters over each on-CPU slice, per key (implies\n"
+	"                         --oncpu): cycles, instructions, cache-misses, cpu-clock,\n"
+	"                         page-faults, ..., rNNNN (at most 8)\n"
+	"      --counters-optional  go on without counters this machine cannot count\n"
 	"Maps:\n"
 	"      --max-tasks N      raw_tp only: entries of the pid-keyed start map (32768)\n"
 	"Common options:\n";
@@ -102,6 +112,27 @@ static int parse_tid(struct runq_opts *o, const char *arg)
 	return 0;
 }
 
+static int parse_counters(struct runq_opts *o, const char *arg)
+{
+	char bad[64];
+	const char *why = "";
+	int n;
+
+	if (o->npmu) {
+		lh_usage_error(TOOL, "--counters given twice; give one list, e.g. "
+			       "cycles,instructions");
+		return -EINVAL;
+	}
+	n = lh_pmu_parse(arg, o->pmu, bad, sizeof(bad), &why);
+	if (n < 0) {
+		lh_usage_error(TOOL, "--counters '%s': '%s' %s", arg, bad, why);
+		return -EINVAL;
+	}
+	o->npmu = n;
+	o->oncpu = true;
+	return 0;
+}
+
 static int set_group(struct runq_opts *o, enum runq_group g, const char *name)
 {
 	if (o->group != RUNQ_GROUP_TOTAL && o->group != g) {
@@ -122,6 +153,9 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		{ "per-cpu", no_argument, NULL, OPT_PER_CPU },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "max-tasks", required_argument, NULL, OPT_MAX_TASKS },
+		{ "oncpu", no_argument, NULL, OPT_ONCPU },
+		{ "counters", required_argument, NULL, OPT_COUNTERS },
+		{ "counters-optional", no_argument, NULL, OPT_COUNTERS_OPTIONAL },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, err;
@@ -157,6 +191,17 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		case OPT_CPUS:
 			err = parse_cpus(o, optarg);
 			break;
+		case OPT_ONCPU:
+			o->oncpu = true;
+			err = 0;
+			break;
+		case OPT_COUNTERS:
+			err = parse_counters(o, optarg);
+			break;
+		case OPT_COUNTERS_OPTIONAL:
+			o->pmu_optional = true;
+			err = 0;
+			break;
 		case OPT_MAX_TASKS:
 			err = lh_parse_u32(optarg, 1, 1U << 24, &o->max_tasks);
 			if (err)
@@ -179,6 +224,10 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 			       o->tid, o->c.pid);
 		return -EINVAL;
 	}
+	if (o->pmu_optional && !o->npmu) {
+		lh_usage_error(TOOL, "--counters-optional needs --counters LIST");
+		return -EINVAL;
+	}
 	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
 }
 
@@ -187,6 +236,8 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 struct runq_ctx {
 	struct runq_opts *o;
 	struct runq_bpf *skel;
+	int *pmu_fds;		/* npmu x ncpus perf event fds (--counters) */
+	int ncpus;
 };
 
 static const char *group_name(enum runq_group g)
@@ -208,8 +259,10 @@ static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
 	struct lh_meta *m = &s->report.meta;
 	const char *type = btf ? "tp_btf" : "raw_tp";
 
-	lh_session_init(s, &o->c, TOOL, runq_kinds, 2, group_name(o->group));
+	lh_session_init(s, &o->c, TOOL, runq_kinds, o->oncpu ? 3 : 2, group_name(o->group));
 	m->tool_bit = LH_TOOL_RUNQ;
+	if (o->oncpu)
+		m->features |= LH_FEAT_ONCPU;
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup_new", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_switch", type };
@@ -246,6 +299,12 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool 
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
+	s->rodata->oncpu_on = o->oncpu;
+	s->rodata->pmu_n = (uint32_t)o->npmu;
+	s->rodata->pmu_ncpus = (uint32_t)libbpf_num_possible_cpus();
+	bpf_map__set_max_entries(s->maps.runq_pmu_events,
+				 o->npmu ? (uint32_t)o->npmu * s->rodata->pmu_ncpus : 1);
+	bpf_map__set_max_entries(s->maps.runq_pmu_keyed, keyed && o->npmu ? o->c.max_keys : 1);
 	if (!has_storage)	/* the map would fail to create; the raw_tp programs do not use it */
 		bpf_map__set_autocreate(s->maps.runq_task_start, false);
 
@@ -288,7 +347,7 @@ static int read_array(struct lh_session *s, uint32_t buf)
 	size_t stride = lh_percpu_stride(s->value_size);
 	uint32_t nslots = LH_NSLOTS(x->o->c.precision);
 
-	for (uint32_t kind = RUNQ_WAKEUP; kind <= RUNQ_PREEMPT; kind++) {
+	for (uint32_t kind = RUNQ_WAKEUP; kind <= (x->o->oncpu ? RUNQ_ONCPU : RUNQ_PREEMPT); kind++) {
 		const char *name = runq_kinds[kind - 1].name;
 		uint32_t idx = (kind - 1) + RUNQ_NR_HISTS * buf;
 		struct lh_key key = {};
@@ -325,7 +384,7 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 	struct runq_ctx *x = s->tool;
 	struct lh_key key = {};
 
-	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_PREEMPT)
+	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
 		return 0;
 	key.fields = LH_KEY_PID | LH_KEY_COMM;
 	key.pid = rk->tgid;
@@ -337,15 +396,175 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
 }
 
+/* One key's counter sums (ncpus per-CPU copies of struct lh_pmu_val) as rows. */
+static int add_pmu(struct lh_session *s, const struct lh_key *key, const void *values,
+		   int ncpus)
+{
+	const struct runq_opts *o = ((struct runq_ctx *)s->tool)->o;
+	size_t stride = lh_percpu_stride(sizeof(struct lh_pmu_val));
+	struct lh_pmu_val sum = {};
+	struct lh_key k = *key;
+
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		const struct lh_pmu_val *v = (const void *)((const char *)values + (size_t)cpu * stride);
+
+		sum.slices += v->slices;
+		sum.oncpu_ns += v->oncpu_ns;
+		sum.read_failed += v->read_failed;
+		if (!sum.comm[0] && v->comm[0])
+			memcpy(sum.comm, v->comm, sizeof(sum.comm));
+		for (int i = 0; i < o->npmu; i++) {
+			sum.c[i].raw += v->c[i].raw;
+			sum.c[i].enabled += v->c[i].enabled;
+			sum.c[i].running += v->c[i].running;
+			sum.c[i].multiplexed += v->c[i].multiplexed;
+		}
+	}
+	if (!sum.slices)
+		return 0;
+	if (k.fields & LH_KEY_COMM)
+		memcpy(k.comm, sum.comm, sizeof(k.comm));
+	for (int i = 0; i < o->npmu; i++) {
+		struct lh_pmu_row *r = lh_report_add_pmu(&s->report, &k, i);
+
+		if (!r)
+			return -ENOMEM;
+		r->raw = sum.c[i].raw;
+		r->enabled_ns = sum.c[i].enabled;
+		r->running_ns = sum.c[i].running;
+		r->multiplexed = sum.c[i].multiplexed;
+		r->slices = sum.slices;
+		r->oncpu_ns = sum.oncpu_ns;
+		r->read_failed = sum.read_failed;
+	}
+	return 0;
+}
+
+static int add_pmu_keyed(struct lh_session *s, const void *k, const void *values)
+{
+	const struct runq_hist_key *rk = k;
+	struct runq_ctx *x = s->tool;
+	struct lh_key key = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = rk->tgid,
+			      .birth_ns = rk->birth_ns };
+
+	if (x->o->group == RUNQ_GROUP_THREAD) {
+		key.fields |= LH_KEY_TID;
+		key.tid = rk->tid;
+	}
+	return add_pmu(s, &key, values, s->ncpus);
+}
+
+/* Counter sums (--counters) of half buf into report rows, then empty that half. */
+static int read_pmu(struct lh_session *s, uint32_t buf)
+{
+	struct runq_ctx *x = s->tool;
+	size_t stride = lh_percpu_stride(sizeof(struct lh_pmu_val));
+	int fd = bpf_map__fd(x->skel->maps.runq_pmu), err = 0;
+
+	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD)
+		return lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_pmu_keyed),
+				     sizeof(struct runq_hist_key),
+				     offsetof(struct runq_hist_key, buf), buf, add_pmu_keyed);
+	if (bpf_map_lookup_elem(fd, &buf, s->percpu_buf))
+		return -errno;
+	if (x->o->group != RUNQ_GROUP_CPU) {
+		struct lh_key key = {};
+
+		err = add_pmu(s, &key, s->percpu_buf, s->ncpus);
+	}
+	for (int cpu = 0; !err && x->o->group == RUNQ_GROUP_CPU && cpu < s->ncpus; cpu++) {
+		struct lh_key key = { .fields = LH_KEY_CPU, .cpu = (uint32_t)cpu };
+
+		err = add_pmu(s, &key, (const char *)s->percpu_buf + (size_t)cpu * stride, 1);
+	}
+	memset(s->percpu_buf, 0, stride * (size_t)s->ncpus);
+	if (!err && bpf_map_update_elem(fd, &buf, s->percpu_buf, BPF_ANY))
+		return -errno;
+	return err;
+}
+
 static int read_hists(struct lh_session *s, uint32_t buf)
 {
 	struct runq_ctx *x = s->tool;
+	int err;
 
 	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD)
-		return lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
-				     sizeof(struct runq_hist_key),
-				     offsetof(struct runq_hist_key, buf), buf, add_keyed);
-	return read_array(s, buf);
+		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
+				    sizeof(struct runq_hist_key),
+				    offsetof(struct runq_hist_key, buf), buf, add_keyed);
+	else
+		err = read_array(s, buf);
+	if (!err && x->o->npmu)
+		err = read_pmu(s, buf);
+	return err;
+}
+
+/*
+ * Open the counting events before load (--counters). An event this machine
+ * cannot count is named with the reason; without --counters-optional that
+ * ends the run (exit 1), with it the run goes on without it. Returns 0 or -1.
+ */
+static int open_counters(struct runq_ctx *x, struct lh_meta *m)
+{
+	struct runq_opts *o = x->o;
+	int n = o->npmu, kept = 0, failed = 0;
+
+	x->ncpus = libbpf_num_possible_cpus();
+	x->pmu_fds = malloc((size_t)n * (size_t)x->ncpus * sizeof(int));
+	if (!x->pmu_fds) {
+		fprintf(stderr, "lathist runq: out of memory\n");
+		return -1;
+	}
+	lh_pmu_open(o->pmu, n, x->ncpus, x->pmu_fds);
+	for (int i = 0; i < n; i++) {
+		if (!o->pmu[i].err) {
+			/* keep it: move it (and its fds) down over the failed ones */
+			if (kept != i) {
+				o->pmu[kept] = o->pmu[i];
+				memcpy(&x->pmu_fds[kept * x->ncpus], &x->pmu_fds[i * x->ncpus],
+				       (size_t)x->ncpus * sizeof(int));
+			}
+			snprintf(m->pmu.names[kept], sizeof(m->pmu.names[kept]), "%s",
+				 o->pmu[kept].name);
+			kept++;
+			continue;
+		}
+		failed++;
+		fprintf(stderr, "lathist runq: counter '%s': %s (perf_event_open: %s)%s\n",
+			o->pmu[i].name, lh_pmu_why(o->pmu[i].err), strerror(o->pmu[i].err),
+			o->pmu_optional ? "; going on without it" :
+			"; leave it out, or add --counters-optional");
+		snprintf(m->pmu.unsupported[m->pmu.nunsupported].name,
+			 sizeof(m->pmu.unsupported[0].name), "%s", o->pmu[i].name);
+		m->pmu.unsupported[m->pmu.nunsupported++].err = o->pmu[i].err;
+	}
+	o->npmu = kept;
+	m->pmu.n = kept;
+	if (failed && !o->pmu_optional) {
+		lh_pmu_close(x->pmu_fds, kept, x->ncpus);
+		return -1;
+	}
+	return 0;
+}
+
+/* Put the opened events in the BPF perf event array: index counter * ncpus + cpu. */
+static int fill_counters(struct runq_ctx *x)
+{
+	int fd = bpf_map__fd(x->skel->maps.runq_pmu_events);
+
+	for (int i = 0; i < x->o->npmu; i++)
+		for (int cpu = 0; cpu < x->ncpus; cpu++) {
+			uint32_t idx = (uint32_t)(i * x->ncpus + cpu);
+			int efd = x->pmu_fds[i * x->ncpus + cpu];
+
+			if (efd >= 0 && bpf_map_update_elem(fd, &idx, &efd, BPF_ANY)) {
+				fprintf(stderr, "lathist runq: cannot add counter '%s' on CPU %d to "
+					"the BPF map: %s\n", x->o->pmu[i].name, cpu,
+					strerror(errno));
+				return -errno;
+			}
+		}
+	return 0;
 }
 
 /* One --slower-than record as a text or JSON line (lh_format_record_fn). */
@@ -410,7 +629,12 @@ int runq_main(int argc, char **argv)
 	if (o.c.attach == LH_ATTACH_RAW_TP)
 		btf = false;
 	init_meta(&s, &o, btf);
+	if (o.npmu && open_counters(&x, &s.report.meta)) {
+		free(x.pmu_fds);
+		return LH_EXIT_RUNTIME;
+	}
 	s.read_hists = read_hists;
+	s.max_value_size = sizeof(struct lh_pmu_val);
 	s.format_record = format_record;
 	s.tool = &x;
 	x.skel = runq_bpf__open();
@@ -422,8 +646,17 @@ int runq_main(int argc, char **argv)
 	err = runq_bpf__load(x.skel);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
+	if (!err && o.npmu && fill_counters(&x)) {
+		runq_bpf__destroy(x.skel);
+		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);
+		free(x.pmu_fds);
+		return LH_EXIT_RUNTIME;
+	}
 	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel,
 			      btf ? "runqueue latency (tp_btf)" : "runqueue latency (raw_tp)");
 	runq_bpf__destroy(x.skel);
+	if (x.pmu_fds)
+		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);
+	free(x.pmu_fds);
 	return err;
 }

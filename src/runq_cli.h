@@ -4,6 +4,7 @@
 #define LATHIST_RUNQ_CLI_H
 
 #include "cli.h"
+#include "pmu_user.h"
 #include "runq.h"
 
 struct runq_opts {
@@ -14,6 +15,10 @@ struct runq_opts {
 	uint64_t cpu_mask[RUNQ_MAX_CPUS / 64];
 	char cpus[256];
 	uint32_t max_tasks;	/* raw_tp start map entries */
+	bool oncpu;		/* --oncpu (also implied by --counters) */
+	int npmu;		/* --counters: events asked for */
+	struct lh_pmu_event pmu[LH_MAX_PMU];
+	bool pmu_optional;	/* --counters-optional: go on without unsupported ones */
 };
 
 /*

@@ -122,6 +122,7 @@ static int open_records(struct lh_session *s)
 	int fd = c->format == LH_FMT_TEXT && !c->output ? STDOUT_FILENO : STDERR_FILENO;
 
 	s->report.records.on = true;
+	s->report.meta.features |= LH_FEAT_RECORDS;
 	s->report.records.slower_than_ns = c->slower_than_ns;
 	s->report.records.ringbuf_bytes = c->ringbuf_bytes;
 	s->recorder.delay_us = c->consumer_delay_us;
@@ -136,7 +137,8 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 	s->obj = obj;
 	s->value_size = value_size;
 	s->counters_fd = counters ? bpf_map__fd(counters) : -1;
-	s->percpu_buf = calloc((size_t)s->ncpus, lh_percpu_stride(value_size));
+	s->percpu_buf = calloc((size_t)s->ncpus, lh_percpu_stride(value_size > s->max_value_size ?
+								   value_size : s->max_value_size));
 	if (!s->percpu_buf)
 		return -ENOMEM;
 	record_maps(s);
@@ -212,16 +214,11 @@ static int collect(struct lh_session *s, bool last)
 	lh_wait_for_bpf_readers();
 	if (s->report.records.on) {
 		/* records submitted until now; with programs still running, stop at
-		 * the first one newer than the flip */
-		err = lh_recorder_drain(&s->recorder, last ? 0 : lh_now_ns(),
-					&s->report.records.delivered);
-		if (err) {
-			fprintf(stderr, "lathist %s: writing the records to %s failed: %s\n",
-				s->report.meta.tool, s->c->events_path ? s->c->events_path :
-				s->recorder.fd == STDOUT_FILENO ? "stdout" : "stderr",
-				strerror(-err));
-			return err;
-		}
+		 * the first one newer than the flip. A failed write was said where it
+		 * happened: tracing goes on, and the run ends with exit 1. */
+		if (lh_recorder_drain(&s->recorder, last ? 0 : lh_now_ns(),
+				      &s->report.records.delivered))
+			s->records_failed = true;
 	}
 	err = read_counters(s, old);
 	if (!err)
@@ -291,7 +288,7 @@ int lh_session_run(struct lh_session *s)
 			write_err = err;
 		begin = now;
 		if (last)
-			return write_err;
+			return write_err ? write_err : s->records_failed ? -EIO : 0;
 	}
 }
 

@@ -25,6 +25,7 @@ struct lh_session {
 	int counters_fd;		/* lathist_counters map */
 	int ncpus;			/* possible CPUs */
 	size_t value_size;		/* histogram map value: head + 8 * nslots */
+	size_t max_value_size;		/* the tool's largest other per-CPU value, for percpu_buf */
 	void *percpu_buf;		/* ncpus * stride bytes, for one per-CPU value */
 	struct lh_report report;
 	/* Read half 'buf' of the tool's histogram maps into report and empty it;
@@ -34,6 +35,7 @@ struct lh_session {
 	lh_format_record_fn format_record;
 	void *tool;			/* the tool's own context */
 	struct lh_recorder recorder;	/* records, when --slower-than is given */
+	bool records_failed;		/* writing the records failed (exit 1) */
 	uint64_t *trend_events, *trend_lost;	/* per interval, for the loss trend */
 	size_t ntrend;
 };

@@ -109,10 +109,22 @@ void lh_bad_option(const char *tool, int opt, char **argv)
 		lh_usage_error(tool, "unknown option '%s'; see lathist %s -h", arg, tool);
 }
 
+bool lh_stdout_closed;
+
 int lh_preflight(const char *tool, const struct lh_common_opts *o)
 {
+	bool to_stdout = !o->output || !strcmp(o->output, "-");
 	char msg[256];
 	int err;
+
+	/* text records also go to stdout when the report does (or with --events -) */
+	if (o->slower_than_ns != UINT64_MAX && o->events_path && !strcmp(o->events_path, "-"))
+		to_stdout = true;
+	if (lh_stdout_closed && to_stdout) {
+		fprintf(stderr, "lathist %s: standard output is closed; give -o FILE (and "
+			"--events FILE) or run with stdout open\n", tool);
+		return -EBADF;
+	}
 
 	err = lh_check_privileges(msg, sizeof(msg));
 	if (!err)

@@ -15,6 +15,9 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
+/* Set by main when the process started with standard output closed. */
+extern bool lh_stdout_closed;
+
 /*
  * Before opening any BPF object: privileges and BTF, each a one-line
  * diagnosis on failure (returns -EPERM/-ENOENT); sets up libbpf's logging.

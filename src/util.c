@@ -266,3 +266,24 @@ uint64_t lh_realtime_ns(void)
 {
 	return clock_ns(CLOCK_REALTIME);
 }
+
+int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus)
+{
+	char line[4096];
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	long bad;
+	int err;
+
+	if (!f)
+		return -errno;
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	memset(mask, 0, nwords * sizeof(*mask));
+	err = lh_parse_cpulist(line, mask, nwords, ncpus, &bad);
+	/* CPUs the possible count does not cover cannot be traced anyway */
+	return err == -ERANGE ? 0 : err;
+}

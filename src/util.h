@@ -27,6 +27,12 @@ int lh_parse_unit(const char *s, uint64_t *unit_ns);
  */
 int lh_parse_cpulist(const char *s, uint64_t *mask, size_t nwords, int ncpus, long *bad);
 
+#define LH_MAX_CPU_WORDS 16	/* CPU masks: 1024 CPUs */
+
+/* The online CPUs (/sys/devices/system/cpu/online) below ncpus as a mask of
+ * nwords words; negative errno when the file cannot be read or parsed. */
+int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus);
+
 /*
  * Check before tracing that path can be written later: its folder exists and
  * is writable, and path is a regular file or does not exist yet. Returns 0 or

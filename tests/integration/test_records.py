@@ -6,7 +6,8 @@ import os
 import re
 import tempfile
 
-from lh import (BIOWORK, Lathist, LoopDevice, Workload, by_id, check, per_task, run)
+from lh import (BIOWORK, LATHIST, Lathist, LoopDevice, Workload, by_id, check, per_task,
+                run)
 from test_runq import CPU, LossBudget, check_schedstat
 
 
@@ -194,3 +195,53 @@ def test_record_options_bad_input():
             check(rc == 2 and text in err and len(err.strip().splitlines()) <= 2,
                   f"{args}: rc {rc}, stderr {err!r}")
         check(not os.path.exists(os.path.join(tmp, "target")), "wrote through the symlink")
+
+
+def test_events_disk_full():
+    """--events on a full file system: one line saying so, tracing and the report go on,
+    exit 1, and the file holds whole lines only."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        small = os.path.join(tmp, "small")
+        os.mkdir(small)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small], check=True)
+        try:
+            events = os.path.join(small, "events.json")
+            report = os.path.join(tmp, "report.json")
+            work = Workload("mix", CPU, 1, 2, 800)
+            work.start()
+            tool = Lathist("runq", "-f", "json", "-o", report, "-i", "0.3", "--slower-than",
+                           "0", "--events", events).start()
+            work.go()
+            work.wait()
+            rc, out, err = tool.stop()
+            lines = read_lines(events)
+        finally:
+            subprocess.run(["umount", small], check=True)
+        check(rc == 1, f"rc {rc}: {err}")
+        fails = [l for l in err.splitlines() if "writing the records to" in l]
+        check(len(fails) == 1 and "No space left on device" in fails[0] and
+              "reading the histograms" not in err, err)
+        with open(report) as f:
+            doc = json.load(f)
+        check(doc["records"]["eligible"] > len(lines) > 0, f"{doc['records']}, {len(lines)} lines")
+
+
+def test_closed_stdout():
+    """Started with stdout closed: one line and exit 1, never a write into another file;
+    with every output in a file it runs."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "e.json")
+        p = subprocess.run(["bash", "-c", f"'{LATHIST}' runq -d 0.3 --slower-than 0 "
+                            f"--events '{events}' >&-"], capture_output=True, text=True)
+        check(p.returncode == 1 and "standard output is closed" in p.stderr and
+              not os.path.exists(events), f"rc {p.returncode}: {p.stderr!r}")
+        report = os.path.join(tmp, "r.txt")
+        p = subprocess.run(["bash", "-c", f"'{LATHIST}' runq -d 0.3 --slower-than 0 "
+                            f"--events '{events}' -o '{report}' >&-"],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"rc {p.returncode}: {p.stderr!r}")
+        read_lines(events)	# JSON lines only: no report mixed in
+        with open(report) as f:
+            check("events and losses" in f.read(), "report file")

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters_user.h"
+#include "report.h"
 
 static void test_every_counter_named(void **state)
 {
@@ -95,9 +96,9 @@ static void test_ringbuf_drops(void **state)
 	v[LH_LOSS_UNPAIRED] = 3;
 	assert_true(lh_counters_lost(v) == 103);
 	assert_true(lh_hist_lost(v) == 3);
-	assert_true(lh_counter_info(LH_LOSS_RINGBUF)->records);
-	assert_true(lh_counter_info(LH_EV_RB_ELIGIBLE)->records);
-	assert_false(lh_counter_info(LH_LOSS_UNPAIRED)->records);
+	assert_true(lh_counter_info(LH_LOSS_RINGBUF)->needs == LH_FEAT_RECORDS);
+	assert_true(lh_counter_info(LH_EV_RB_ELIGIBLE)->needs == LH_FEAT_RECORDS);
+	assert_true(lh_counter_info(LH_LOSS_UNPAIRED)->needs == 0);
 }
 
 #define TREND(ev, lost) lh_loss_trend(ev, lost, sizeof(ev) / sizeof(ev[0]))

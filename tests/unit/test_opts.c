@@ -67,6 +67,10 @@ static void test_good_values(void **state)
 	assert_string_equal(o.c.events_path, "/tmp/lathist-unit-events.json");
 	assert_int_equal(PARSE(&o, "--slower-than", "250us"), 0);
 	assert_true(o.c.slower_than_ns == 250000);
+	assert_int_equal(PARSE(&o, "--counters", "cpu-clock,page-faults", "--counters-optional"), 0);
+	assert_true(o.npmu == 2 && o.oncpu && o.pmu_optional);
+	assert_int_equal(PARSE(&o, "--oncpu"), 0);
+	assert_true(o.oncpu && o.npmu == 0);
 }
 
 static void test_bad_values(void **state)
@@ -104,6 +108,15 @@ static void test_bad_values(void **state)
 	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "/tmp/lathist-same.json",
 			       "-o", "/tmp/lathist-same.json"), -EINVAL);
 	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "-"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--ringbuf-size", "8k"), -EINVAL);	/* needs --slower-than */
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--slower-than", "2ms"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "/tmp/a.json",
+			       "--events", "/tmp/b.json"), -EINVAL);
+	/* one new file named two ways */
+	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "/tmp/./lathist-new.json",
+			       "-o", "/tmp/lathist-new.json"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--counters", "cpu-clock,bogus"), -EINVAL);
+	assert_int_equal(PARSE(&o, "--counters-optional"), -EINVAL);
 	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "-", "-o", "-"), -EINVAL);
 	assert_int_equal(PARSE(&o, "--slower-than", "1ms", "--events", "-", "-o",
 			       "/tmp/lathist-unit-report.json"), 0);
@@ -130,11 +143,11 @@ static void test_ringbuf_size(void **state)
 	assert_true(b == 1ULL << 30 && !rounded);
 	assert_int_equal(lh_parse_ringbuf_size("1025m", &b, &rounded), -ERANGE);
 	assert_int_equal(lh_parse_ringbuf_size("2g", &b, &rounded), -ERANGE);
-	assert_int_equal(lh_parse_ringbuf_size("0", &b, &rounded), -EINVAL);
+	assert_int_equal(lh_parse_ringbuf_size("0", &b, &rounded), -EDOM);
 	assert_int_equal(lh_parse_ringbuf_size("1.5m", &b, &rounded), -EINVAL);
 	assert_int_equal(lh_parse_ringbuf_size("-4096", &b, &rounded), -EINVAL);
 	assert_int_equal(lh_parse_ringbuf_size("", &b, &rounded), -EINVAL);
-	assert_int_equal(lh_parse_ringbuf_size("99999999999999999999", &b, &rounded), -EINVAL);
+	assert_int_equal(lh_parse_ringbuf_size("99999999999999999999", &b, &rounded), -ERANGE);
 }
 
 #define BARGS(...) (char *[]){ "bio", __VA_ARGS__, NULL }
