@@ -67,7 +67,9 @@ def test_oncpu_total_and_per_cpu():
     names = {h["name"] for h in doc["histograms"]}
     check("oncpu" in names and "counters" not in doc, f"{names}, {list(doc)}")
     on = [h for h in doc["histograms"] if h["name"] == "oncpu"]
-    check(all(h["key"]["cpu"] == CPU for h in on if h["count"] > 5),
+    # the main thread is not pinned, and a thread runs before it pins itself
+    here = sum(h["count"] for h in on if h["key"]["cpu"] == CPU)
+    check(here >= 0.9 * sum(h["count"] for h in on),
           f"slices on other CPUs: {[(h['key'], h['count']) for h in on]}")
     total = sum(h["sum_ns"] for h in on)
     want = sum(r["oncpu_ns"] for r in rows)
