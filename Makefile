@@ -3,7 +3,8 @@
 #   make run      install missing packages, build, trace runqueue latency for 5 s
 #   make check    install missing packages, build, run every test
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
-#   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py)
+#   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
+#                 counters_overhead.py)
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG ?= clang
@@ -108,6 +109,7 @@ bench: deps
 	python3 bench/runq_overhead.py
 	python3 bench/bio_overhead.py
 	python3 bench/records_overhead.py
+	python3 bench/counters_overhead.py
 
 clean:
 	rm -rf $(OUT) lathist

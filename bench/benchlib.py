@@ -87,3 +87,41 @@ def prog_stats(tracers, load, prefixes):
         if name.startswith(tuple(prefixes)) and p.get("run_cnt"):
             print(f"  {name:24} {p['type']:10} {p['run_cnt']:10d} "
                   f"{p['run_time_ns'] / p['run_cnt']:8.0f}")
+
+
+def schedstat_ns(pid):
+    """On-CPU ns of process pid so far (/proc/PID/schedstat field 1)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def prog_runs(prefix="runq_"):
+    """{program name: (run_cnt, run_time_ns)} of the programs named prefix* loaded now."""
+    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True,
+                                      text=True, check=True).stdout)
+    out = {}
+    for p in progs:
+        name = p.get("name", "")
+        if name.startswith(prefix) and p.get("run_cnt"):
+            out[name] = (p["run_cnt"], p["run_time_ns"])
+    return out
+
+
+def ns_per_run(before, after, word):
+    """ns per run of the programs whose name holds word, between two prog_runs()."""
+    cnt = sum(after[n][0] - before.get(n, (0, 0))[0] for n in after if word in n)
+    t = sum(after[n][1] - before.get(n, (0, 0))[1] for n in after if word in n)
+    return t / cnt if cnt else float("nan")
+
+
+class BpfStats:
+    """kernel.bpf_stats_enabled=1 inside the with block, the old value after."""
+
+    def __enter__(self):
+        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+            self.old = f.read().strip()
+        subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={self.old}"], check=True)

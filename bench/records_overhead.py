@@ -20,37 +20,14 @@ Medians over rounds. Environment: LOOPS (200000), ROUNDS (5). Needs root and per
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import LATHIST, LOOPS, Tracer, pipe_bench
+from benchlib import (LATHIST, LOOPS, BpfStats, Tracer, ns_per_run, pipe_bench, prog_runs,
+                      schedstat_ns)
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
-
-
-def schedstat_ns(pid):
-    with open(f"/proc/{pid}/schedstat") as f:
-        return int(f.read().split()[0])
-
-
-def prog_runs():
-    """{program name: (run_cnt, run_time_ns)} of the lathist runq programs loaded now."""
-    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True,
-                                      text=True, check=True).stdout)
-    out = {}
-    for p in progs:
-        name = p.get("name", "")
-        if name.startswith("runq_") and p.get("run_cnt"):
-            out[name] = (p["run_cnt"], p["run_time_ns"])
-    return out
-
-
-def ns_per_run(before, after, word):
-    cnt = sum(after[n][0] - before.get(n, (0, 0))[0] for n in after if word in n)
-    t = sum(after[n][1] - before.get(n, (0, 0))[1] for n in after if word in n)
-    return t / cnt if cnt else float("nan")
 
 
 def one(args, tmp):
@@ -91,18 +68,12 @@ def main():
         "batched (--slower-than 0)": ["--slower-than", "0"],
         "kernel wakeups": ["--slower-than", "0", "--test-kernel-wakeup"],
     }
-    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-        old = f.read().strip()
-    subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
     res = {name: [] for name in conditions}
-    try:
-        with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
-            for rnd in range(ROUNDS):
-                for name, args in conditions.items():
-                    res[name].append(one(args, tmp))
-                print(f"  round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
-    finally:
-        subprocess.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={old}"], check=True)
+    with BpfStats(), tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
+        for rnd in range(ROUNDS):
+            for name, args in conditions.items():
+                res[name].append(one(args, tmp))
+            print(f"  round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
 
     def med(name, key):
         return statistics.median(r[key] for r in res[name])

@@ -21,7 +21,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import EMPTY, LATHIST, LOOPS, ROUNDS, Tracer, ctxt, pipe_bench, prog_stats
+from benchlib import (EMPTY, LATHIST, LOOPS, ROUNDS, Tracer, ctxt, pipe_bench, prog_stats,
+                      schedstat_ns)
 
 
 def runqlat_bt():
@@ -68,11 +69,6 @@ def end_to_end():
         added = statistics.median(d) * 1e9 / nsw
         print(f"  {name:32} {added:16.0f} {100 * statistics.median(d) / base:7.1f}% "
               f"{added / ref if ref > 0 else float('nan'):13.2f}x")
-
-
-def schedstat_ns(pid):
-    with open(f"/proc/{pid}/schedstat") as f:
-        return int(f.read().split()[0])
 
 
 def loader_cpu():
