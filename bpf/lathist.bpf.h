@@ -168,7 +168,7 @@ static __always_inline bool lh_delta(struct lh_counters *c, __u64 start, __u64 n
 static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
 {
 	__u64 *slots = (__u64 *)(h + 1);
-	__u64 s = lh_slot(delta_ns / hist_unit_ns, hist_precision);
+	__u64 s = lh_value_slot(delta_ns, hist_unit_ns, hist_precision);
 
 	/* keep the bound check on the register that indexes (clang may copy it) */
 	barrier_var(s);

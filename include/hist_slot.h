@@ -3,13 +3,17 @@
  * Log2 histogram slots with optional linear sub-slots, shared by BPF and
  * userspace so that both sides agree on every bound.
  *
- * Values are in the histogram's unit (ns, us or ms). With precision p
- * (0..LH_MAX_PRECISION), each power of two [2^m, 2^(m+1)) is split into 2^p
- * equal sub-slots; values below 2^p get one slot each. Values of 2^(LH_TOP_MSB+1)
- * units and more share the last slot, whose upper bound is unbounded.
+ * lh_slot() indexes an integer x: with precision p (0..LH_MAX_PRECISION),
+ * each power of two [2^m, 2^(m+1)) is split into 2^p equal sub-slots; x below
+ * 2^p gets one slot each; x of 2^(LH_TOP_MSB+1) and more share the last slot.
+ * Slot i spans [lo_i, hi_i) of x (lh_slot_lo/hi in src/hist.c).
  *
- * p = 0 gives slot 0 = [0,1), slot k = [2^(k-1), 2^k): the log2 histogram of
- * bcc's runqlat with its first slot split into 0 and 1.
+ * A latency v (ns) goes to slot lh_slot((v - 1) / unit_ns) (lh_value_slot):
+ * slot i then holds exactly lo_i x unit < v <= hi_i x unit, and slot 0 also
+ * 0 — upper bounds inclusive, as Prometheus/OpenMetrics `le` buckets are, so
+ * a value equal to a bound (256 us) is counted in the bucket it bounds
+ * (le="0.000256"), never the next one. p = 0 gives [0,1] (1,2] (2,4] (4,8]
+ * ... units: log2 slots, with runqlat's bounds.
  */
 #ifndef LATHIST_HIST_SLOT_H
 #define LATHIST_HIST_SLOT_H
@@ -59,6 +63,14 @@ static __always_inline unsigned int lh_slot(unsigned long long v, unsigned int p
 		return LH_NSLOTS(p) - 1;
 	sub = (unsigned int)(v >> (m - p)) & ((1U << p) - 1);
 	return ((m - p + 1) << p) | sub;
+}
+
+/* Slot of a latency of v ns in a histogram of unit_ns per unit, precision p:
+ * lo x unit < v <= hi x unit (slot 0: 0 <= v <= hi x unit). */
+static __always_inline unsigned int lh_value_slot(unsigned long long v,
+						  unsigned long long unit_ns, unsigned int p)
+{
+	return lh_slot(v ? (v - 1) / unit_ns : 0, p);
 }
 
 /*

@@ -71,10 +71,11 @@ static void print_slot_range(FILE *f, int s, const struct lh_meta *m)
 	uint64_t lo = lh_slot_lo((uint32_t)s, m->scheme.precision);
 	uint64_t hi = lh_slot_hi((uint32_t)s, m->scheme.precision);
 
+	/* upper bounds inclusive (include/hist_slot.h); slot 0 also holds 0 */
 	if (hi == UINT64_MAX)
-		fprintf(f, "[%" PRIu64 ", inf)", lo);
+		fprintf(f, "(%" PRIu64 ", inf)", lo);
 	else
-		fprintf(f, "[%" PRIu64 ", %" PRIu64 ")", lo, hi);
+		fprintf(f, "%c%" PRIu64 ", %" PRIu64 "]", s ? '(' : '[', lo, hi);
 }
 
 static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m)
@@ -103,14 +104,16 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 		fputs("     (no events)\n", f);
 		return;
 	}
-	fprintf(f, "%*s%-*s : count    distribution\n", 5, "", 19, unit_header(m->unit));
+	fprintf(f, "%*s%s %-*s : count    distribution\n", 5, "", unit_header(m->unit), 13,
+		"(lo, hi]");
 	for (int i = first; i <= last; i++) {
 		uint64_t lo = lh_slot_lo((uint32_t)i, p), hi = lh_slot_hi((uint32_t)i, p);
 
+		/* a row "lo -> hi" holds lo < v <= hi (the first row also 0) */
 		if (hi == UINT64_MAX)
 			fprintf(f, "%10" PRIu64 " -> %-10s : %-8" PRIu64 " |", lo, "inf", h->slots[i]);
 		else
-			fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi - 1,
+			fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi,
 				h->slots[i]);
 		print_stars(f, h->slots[i], max);
 		fputs("|\n", f);

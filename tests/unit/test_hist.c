@@ -213,9 +213,34 @@ static void test_merge_mismatch(void **state)
 	lh_hist_free(&b);
 }
 
+/* C9: a latency equal to a bound is counted in the slot it bounds (upper bounds inclusive). */
+static void test_value_slot_upper_inclusive(void **state)
+{
+	(void)state;
+	for (uint32_t p = 0; p <= LH_MAX_PRECISION; p++)
+		for (uint64_t unit = 1; unit <= 1000000; unit *= 1000)
+			for (uint32_t i = 1; i + 1 < LH_NSLOTS(p) && lh_slot_hi(i, p) < (1ULL << 40);
+			     i++) {
+				uint64_t lo = lh_slot_lo(i, p) * unit, hi = lh_slot_hi(i, p) * unit;
+
+				assert_int_equal(lh_value_slot(hi, unit, p), i);
+				assert_int_equal(lh_value_slot(lo + 1, unit, p), i);
+				assert_int_equal(lh_value_slot(lo, unit, p), i - 1);
+				assert_int_equal(lh_value_slot(hi + 1, unit, p), i + 1);
+			}
+	/* 256 us in a log2 us histogram: (128, 256], not (256, 512] */
+	assert_int_equal(lh_slot_hi(lh_value_slot(256000, 1000, 0), 0), 256);
+	assert_int_equal(lh_slot_lo(lh_value_slot(256001, 1000, 0), 0), 256);
+	assert_int_equal(lh_value_slot(0, 1000, 0), 0);
+	assert_int_equal(lh_value_slot(1000, 1000, 0), 0);	/* [0, 1] us */
+	assert_int_equal(lh_value_slot(1001, 1000, 0), 1);	/* (1, 2] us */
+	assert_int_equal(lh_value_slot(UINT64_MAX, 1, 0), LH_NSLOTS(0) - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_value_slot_upper_inclusive),
 		cmocka_unit_test(test_log2),
 		cmocka_unit_test(test_slots_partition_the_range),
 		cmocka_unit_test(test_slot_matches_bounds),
