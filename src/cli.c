@@ -24,7 +24,8 @@ const char lh_common_help[] =
 	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or\n"
 	"                         relative to the cgroup2 mount)\n"
 	"                         (-p and --cgroup: in bio, the task that submitted the I/O)\n"
-	"  -f, --format FMT       text (default) or json (schema lathist/1)\n"
+	"  -f, --format FMT       text (default), json (schema lathist/1), csv or\n"
+	"                         openmetrics (Prometheus text exposition)\n"
 	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
 	"                         owner) instead of stdout; - is stdout\n"
 	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
@@ -289,8 +290,13 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			o->format = LH_FMT_TEXT;
 		} else if (!strcmp(arg, "json")) {
 			o->format = LH_FMT_JSON;
+		} else if (!strcmp(arg, "csv")) {
+			o->format = LH_FMT_CSV;
+		} else if (!strcmp(arg, "openmetrics")) {
+			o->format = LH_FMT_OPENMETRICS;
 		} else {
-			lh_usage_error(tool, "-f '%s': unknown format; use text or json", arg);
+			lh_usage_error(tool, "-f '%s': unknown format; use text, json, csv or "
+				       "openmetrics", arg);
 			return -EINVAL;
 		}
 		return 0;

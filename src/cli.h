@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum lh_format { LH_FMT_TEXT, LH_FMT_JSON };
+enum lh_format { LH_FMT_TEXT, LH_FMT_JSON, LH_FMT_CSV, LH_FMT_OPENMETRICS };
 enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP };
 
 /* Exit statuses of every verb. */

@@ -135,3 +135,33 @@ void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
 	if (outlen)
 		out[o < outlen ? o : outlen - 1] = 0;
 }
+
+const char *const lh_key_field_names[LH_MAX_KEY_FIELDS] = {
+	"tid", "pid", "comm", "start_ns", "cpu", "disk", "op",
+};
+
+int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS])
+{
+	int n = 0;
+
+#define KV(nm, ...) do { out[n].name = nm; snprintf(out[n].value, sizeof(out[n].value), __VA_ARGS__); n++; } while (0)
+	if (k->fields & LH_KEY_TID)
+		KV("tid", "%u", k->tid);
+	if (k->fields & LH_KEY_PID)
+		KV("pid", "%u", k->pid);
+	if (k->fields & LH_KEY_COMM) {
+		out[n].name = "comm";
+		lh_printable(k->comm, sizeof(k->comm), out[n].value, sizeof(out[n].value));
+		n++;
+	}
+	if (k->fields & (LH_KEY_TID | LH_KEY_PID))
+		KV("start_ns", "%llu", (unsigned long long)k->birth_ns);
+	if (k->fields & LH_KEY_CPU)
+		KV("cpu", "%u", k->cpu);
+	if (k->fields & LH_KEY_DISK)
+		KV("disk", "%s", k->disk);
+	if (k->fields & LH_KEY_OP)
+		KV("op", "%s", k->op);
+#undef KV
+	return n;
+}

@@ -134,6 +134,22 @@ void lh_report_clear(struct lh_report *r);
  */
 void lh_printable(const char *in, size_t inlen, char *out, size_t outlen);
 
+/* One key field as text: name ("pid") and value ("1234"). */
+struct lh_kv {
+	const char *name;
+	char value[72];
+};
+#define LH_MAX_KEY_FIELDS 7
+
+/*
+ * The fields of key k in a fixed order (tid, pid, comm, start_ns, cpu, disk,
+ * op), values as text (comm printable, see lh_printable). Returns how many.
+ */
+int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS]);
+
+/* The names of every key field, in lh_key_fields order (CSV columns). */
+extern const char *const lh_key_field_names[LH_MAX_KEY_FIELDS];
+
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
 void lh_render_text(FILE *f, const struct lh_report *r);
 
@@ -142,6 +158,21 @@ void lh_render_text(FILE *f, const struct lh_report *r);
  * compact (one line, for JSON lines). NULL on ENOMEM.
  */
 char *lh_render_json(const struct lh_report *r, bool compact);
+
+/*
+ * CSV (RFC 4180): a header row (written when with_header), then one row per
+ * (histogram, key, non-empty slot): metadata, key fields, slot bounds in ns
+ * (lo exclusive, hi inclusive; hi empty when unbounded) and the count.
+ */
+void lh_render_csv(FILE *f, const struct lh_report *r, bool with_header);
+
+/*
+ * Prometheus text exposition (the format node_exporter's textfile collector
+ * and promtool read; OpenMetrics-compatible names): histograms with
+ * cumulative, upper-inclusive le buckets in seconds, _sum, _count; counters as
+ * _total; an _info gauge with the metadata; ends with "# EOF".
+ */
+void lh_render_openmetrics(FILE *f, const struct lh_report *r);
 
 /*
  * Render a JSON object as one line ending in '\n' into buf and release the

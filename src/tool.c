@@ -34,7 +34,12 @@ static char *render(const struct lh_report *r, const struct lh_common_opts *o, s
 	f = open_memstream(&buf, len);
 	if (!f)
 		return NULL;
-	lh_render_text(f, r);
+	if (o->format == LH_FMT_CSV)	/* one header on stdout; each file has its own */
+		lh_render_csv(f, r, o->output || r->meta.interval_index <= 1);
+	else if (o->format == LH_FMT_OPENMETRICS)
+		lh_render_openmetrics(f, r);
+	else
+		lh_render_text(f, r);
 	if (fclose(f)) {
 		free(buf);
 		return NULL;

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Prometheus text exposition / OpenMetrics renderer. Names (stable, in README):
+ *   lathist_<tool>_latency_seconds{kind|stage=...,<key labels>}   histogram
+ *   lathist_runq_oncpu_seconds{<key labels>}                      histogram (--oncpu)
+ *   lathist_bio_bytes_total{<key labels>}                         counter
+ *   lathist_<tool>_events_total{class=...}                        counter (not losses)
+ *   lathist_<tool>_losses_total{class=...}                        counter (loss classes)
+ *   lathist_<tool>_info{version,kernel,clock,grouping,...} 1      gauge
+ *   lathist_<tool>_duration_seconds                               gauge
+ * Buckets are cumulative with upper-inclusive le bounds in seconds: the slots
+ * hold lo < v <= hi (include/hist_slot.h), so a slot's hi is exactly its le.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include "report.h"
+#include "version.h"
+
+/* A label value with \, " and newline escaped (exposition format). */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* ns as exact decimal seconds: 256000 -> "0.000256", 1000000000 -> "1". */
+static void seconds(FILE *f, uint64_t ns)
+{
+	char frac[16];
+	int n;
+
+	n = snprintf(frac, sizeof(frac), "%09" PRIu64, (uint64_t)(ns % 1000000000ULL));
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = 0;
+	fprintf(f, "%" PRIu64 "%s%s", (uint64_t)(ns / 1000000000ULL), n ? "." : "", frac);
+}
+
+/* {first="..",key labels..,extra}: labels of one series, le last when given. */
+static void labels(FILE *f, const char *lname, const char *lval, const struct lh_key *k,
+		   const char *le_ns_str)
+{
+	struct lh_kv kv[LH_MAX_KEY_FIELDS];
+	int n = k ? lh_key_fields(k, kv) : 0;
+	const char *sep = "";
+
+	fputc('{', f);
+	if (lname) {
+		fprintf(f, "%s=\"", lname);
+		label_value(f, lval);
+		fputc('"', f);
+		sep = ",";
+	}
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "%s%s=\"", sep, kv[i].name);
+		label_value(f, kv[i].value);
+		fputc('"', f);
+		sep = ",";
+	}
+	if (le_ns_str)
+		fprintf(f, "%sle=\"%s\"", sep, le_ns_str);
+	fputc('}', f);
+}
+
+static void hist_series(FILE *f, const char *family, const char *lname, const struct lh_hist *h,
+			const struct lh_meta *m)
+{
+	uint64_t cum = 0, u = m->scheme.unit_ns;
+	const char *lval = lname ? h->name : NULL;
+
+	for (uint32_t s = 0; s + 1 < h->nslots; s++) {
+		char le[48];
+		FILE *mf;
+
+		cum += h->slots[s];
+		mf = fmemopen(le, sizeof(le), "w");
+		if (!mf)
+			return;
+		seconds(mf, lh_slot_hi(s, m->scheme.precision) * u);
+		fclose(mf);
+		fprintf(f, "%s_bucket", family);
+		labels(f, lname, lval, &h->key, le);
+		fprintf(f, " %" PRIu64 "\n", cum);
+	}
+	fprintf(f, "%s_bucket", family);
+	labels(f, lname, lval, &h->key, "+Inf");
+	fprintf(f, " %" PRIu64 "\n%s_sum", h->count, family);
+	labels(f, lname, lval, &h->key, NULL);
+	fputc(' ', f);
+	seconds(f, h->sum_ns);
+	fprintf(f, "\n%s_count", family);
+	labels(f, lname, lval, &h->key, NULL);
+	fprintf(f, " %" PRIu64 "\n", h->count);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *unit,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	if (unit)
+		fprintf(f, "# UNIT %s %s\n", name, unit);
+}
+
+void lh_render_openmetrics(FILE *f, const struct lh_report *r)
+{
+	const struct lh_meta *m = &r->meta;
+	bool bio = !strcmp(m->tool, "bio");
+	char name[96];
+
+	snprintf(name, sizeof(name), "lathist_%s_latency_seconds", m->tool);
+	family(f, name, "histogram", "seconds", bio ?
+	       "Block I/O latency per request by stage: queue (created to issued), device "
+	       "(issued to completed), total; buckets hold lo < v <= le." :
+	       "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
+	       "(switched out runnable to switch-in); buckets hold lo < v <= le.");
+	for (size_t i = 0; i < r->nhists; i++)
+		if (strcmp(r->hists[i].name, "oncpu"))
+			hist_series(f, name, bio ? "stage" : "kind", &r->hists[i], m);
+	if (m->features & LH_FEAT_ONCPU) {
+		family(f, "lathist_runq_oncpu_seconds", "histogram", "seconds",
+		       "On-CPU slices, switch-in to switch-out.");
+		for (size_t i = 0; i < r->nhists; i++)
+			if (!strcmp(r->hists[i].name, "oncpu"))
+				hist_series(f, "lathist_runq_oncpu_seconds", NULL, &r->hists[i], m);
+	}
+	if (bio) {
+		family(f, "lathist_bio_bytes_total", "counter", NULL,
+		       "Bytes of the requests completed (taken at issue).");
+		for (size_t i = 0; i < r->nhists; i++)
+			if (!strcmp(r->hists[i].name, "total")) {
+				fputs("lathist_bio_bytes_total", f);
+				labels(f, NULL, NULL, &r->hists[i].key, NULL);
+				fprintf(f, " %" PRIu64 "\n", r->hists[i].bytes);
+			}
+	}
+	for (int loss = 0; loss <= 1; loss++) {
+		snprintf(name, sizeof(name), "lathist_%s_%s_total", m->tool,
+			 loss ? "losses" : "events");
+		family(f, name, "counter", NULL, loss ?
+		       "Events kept out of the histograms (or records, or counter sums), by loss "
+		       "class; any non-zero class flags the distribution." :
+		       "Events seen, paired and otherwise classified (not losses), by class.");
+		for (int i = 0; i < LH_NR_COUNTERS; i++) {
+			const struct lh_counter_info *ci = lh_counter_info(i);
+
+			if (ci->loss != (bool)loss || !(ci->tools & m->tool_bit) ||
+			    (ci->needs & ~m->features))
+				continue;
+			fprintf(f, "%s{class=\"%s\"} %" PRIu64 "\n", name, ci->name, r->counters[i]);
+		}
+	}
+	snprintf(name, sizeof(name), "lathist_%s_duration_seconds", m->tool);
+	family(f, name, "gauge", "seconds", "Time this aggregate covers.");
+	fprintf(f, "%s ", name);
+	seconds(f, m->duration_ns);
+	snprintf(name, sizeof(name), "lathist_%s_info", m->tool);
+	fputc('\n', f);
+	family(f, name, "gauge", NULL, "Measurement metadata (value always 1).");
+	fprintf(f, "%s{version=\"%s\",kernel=\"", name, LATHIST_VERSION);
+	label_value(f, m->kernel);
+	fprintf(f, "\",clock=\"%s\",grouping=\"%s\",unit=\"%s\",precision=\"%u\"", m->clock,
+		m->grouping, m->unit, m->scheme.precision);
+	for (int i = 0; i < m->nattach; i++)
+		fprintf(f, ",attach_%s=\"%s\"", m->attach[i].tracepoint, m->attach[i].type);
+	for (int i = 0; i < m->nfilters; i++) {
+		fprintf(f, ",filter_%s=\"", m->filters[i].name);
+		label_value(f, m->filters[i].value);
+		fputc('"', f);
+	}
+	fprintf(f, ",interval_index=\"%u\"} 1\n# EOF\n", m->interval_index);
+}
