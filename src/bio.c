@@ -27,7 +27,7 @@
 
 #define TOOL "bio"
 
-static const struct lh_hist_kind bio_kinds[] = {
+const struct lh_hist_kind bio_kinds[BIO_NR_HISTS] = {
 	{ "queue", "queue time (created to issued to the driver)" },
 	{ "device", "device time (issued to completed)" },
 	{ "total", "total (created to completed; device time when there is no queue stage)" },

@@ -5,6 +5,7 @@
 
 #include "bio.h"
 #include "cli.h"
+#include "report.h"
 
 struct bio_opts {
 	struct lh_common_opts c;
@@ -13,6 +14,9 @@ struct bio_opts {
 	uint32_t dev;			/* its kernel dev_t (major << 20 | minor) */
 	uint32_t max_requests;		/* entries of the in-flight request map */
 };
+
+/* bio's histograms: queue, device, total. */
+extern const struct lh_hist_kind bio_kinds[BIO_NR_HISTS];
 
 /*
  * Parse `lathist bio` arguments (argv[0] is "bio"). Returns 0, 1 when -h

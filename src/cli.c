@@ -38,6 +38,8 @@ const char lh_common_help[] =
 	"      --events FILE      write the records to FILE as JSON lines (- = stdout, with\n"
 	"                         -o FILE); else text lines, on stdout with a text report\n"
 	"                         there, on stderr otherwise\n"
+	"      --series FILE      with -i: also append every interval to FILE as a JSON\n"
+	"                         line (for lathist report, --heatmap)\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
 	"  -h, --help             this help\n";
 
@@ -370,6 +372,21 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		}
 		o->events_path = arg;
 		return 0;
+	case LH_OPT_SERIES:
+		if (o->series_path) {
+			lh_usage_error(tool, "--series given twice; give one file");
+			return -EINVAL;
+		}
+		err = lh_output_check(arg);
+		if (err) {
+			lh_usage_error(tool, "--series '%s': cannot be written (%s); give a regular "
+				       "file in a writable folder", arg,
+				       err == -ELOOP ? "a symbolic link" :
+				       err == -EINVAL ? "not a regular file" : strerror(-err));
+			return -EINVAL;
+		}
+		o->series_path = arg;
+		return 0;
 	case LH_OPT_KERNEL_WAKEUP:
 		o->kernel_wakeup = true;
 		return 0;
@@ -417,6 +434,16 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
 	if (o->events_path && o->slower_than_ns == UINT64_MAX) {
 		lh_usage_error(tool, "--events needs --slower-than (which events to record)");
+		return -EINVAL;
+	}
+	if (o->series_path && !o->interval_ns) {
+		lh_usage_error(tool, "--series needs -i (it keeps every interval)");
+		return -EINVAL;
+	}
+	if (o->series_path && ((o->output && same_file(o->series_path, o->output)) ||
+			       (o->events_path && same_file(o->series_path, o->events_path)))) {
+		lh_usage_error(tool, "--series names the same file as -o or --events; give "
+			       "another file");
 		return -EINVAL;
 	}
 	if (o->ringbuf_set && o->slower_than_ns == UINT64_MAX) {

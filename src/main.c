@@ -15,6 +15,7 @@ static const char usage[] =
 	"Verbs:\n"
 	"  runq      runqueue latency: wakeup latency and preemption wait\n"
 	"  bio       block I/O latency: queue and device time, per process, disk, op\n"
+	"  report    read saved JSON, merge runs by addition, print any format, heatmap\n"
 	"\n"
 	"lathist VERB -h shows a verb's options. lathist --version prints the version.\n"
 	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
@@ -59,6 +60,8 @@ int main(int argc, char **argv)
 		return runq_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bio"))
 		return bio_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	if (argv[1][0] == '-')
 		fprintf(stderr, "lathist: '%s' before the verb; options go after it, e.g. "
 			"lathist runq %s\n", argv[1], argv[1]);

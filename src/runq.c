@@ -27,7 +27,7 @@
 
 #define TOOL "runq"
 
-static const struct lh_hist_kind runq_kinds[] = {
+const struct lh_hist_kind runq_kinds[RUNQ_NR_HISTS] = {
 	{ "wakeup", "wakeup latency (sched_wakeup to switch-in)" },
 	{ "preempt", "preemption wait (switched out while runnable to switch-in)" },
 	{ "oncpu", "on-CPU time (switch-in to switch-out), not a wait" },

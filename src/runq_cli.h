@@ -4,6 +4,7 @@
 #define LATHIST_RUNQ_CLI_H
 
 #include "cli.h"
+#include "report.h"
 #include "pmu_user.h"
 #include "runq.h"
 
@@ -20,6 +21,9 @@ struct runq_opts {
 	struct lh_pmu_event pmu[LH_MAX_PMU];
 	bool pmu_optional;	/* --counters-optional: go on without unsupported ones */
 };
+
+/* runq's histograms: wakeup, preempt, oncpu (index = enum runq_kind - 1). */
+extern const struct lh_hist_kind runq_kinds[RUNQ_NR_HISTS];
 
 /*
  * Parse `lathist runq` arguments (argv[0] is "runq"). Returns 0, 1 when -h

@@ -51,6 +51,7 @@ void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	memset(s, 0, sizeof(*s));
+	s->series_fd = -1;
 	s->c = c;
 	s->ncpus = libbpf_num_possible_cpus();
 	m->tool = tool;
@@ -248,6 +249,49 @@ static void wait_until(struct lh_session *s, uint64_t deadline_ns)
 		lh_recorder_poll(&s->recorder, deadline_ns);
 }
 
+/*
+ * --series: this interval as one JSON line, written whole with one write(2).
+ * A failure is said once; tracing goes on and the run ends with exit 1.
+ */
+static int append_series(struct lh_session *s)
+{
+	char *line;
+	size_t len;
+	ssize_t n;
+
+	if (!s->c->series_path || s->series_err)
+		return s->series_err;
+	if (s->series_fd < 0) {
+		s->series_fd = open(s->c->series_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				    O_CLOEXEC, 0666);
+		if (s->series_fd < 0) {
+			s->series_err = -errno;
+			goto fail;
+		}
+	}
+	line = lh_render_json(&s->report, true);
+	if (!line) {
+		s->series_err = -ENOMEM;
+		goto fail;
+	}
+	len = strlen(line);
+	line[len] = '\n';	/* over the NUL: the line ends in a newline */
+	n = write(s->series_fd, line, len + 1);
+	free(line);
+	if (n == (ssize_t)(len + 1)) {
+		s->series_bytes += n;
+		return 0;
+	}
+	s->series_err = n < 0 ? -errno : -ENOSPC;
+	/* no torn line: cut back to the end of the last interval written */
+	if (ftruncate(s->series_fd, s->series_bytes) == 0)
+		lseek(s->series_fd, s->series_bytes, SEEK_SET);
+fail:
+	fprintf(stderr, "lathist %s: writing --series %s failed: %s; tracing goes on\n",
+		s->report.meta.tool, s->c->series_path, strerror(-s->series_err));
+	return s->series_err;
+}
+
 int lh_session_run(struct lh_session *s)
 {
 	const struct lh_common_opts *c = s->c;
@@ -286,6 +330,9 @@ int lh_session_run(struct lh_session *s)
 		err = lh_emit(&s->report, c);
 		if (err && !write_err)
 			write_err = err;
+		err = append_series(s);
+		if (err && !write_err)
+			write_err = err;
 		begin = now;
 		if (last)
 			return write_err ? write_err : s->records_failed ? -EIO : 0;
@@ -298,6 +345,9 @@ void lh_session_free(struct lh_session *s)
 	free(s->percpu_buf);
 	s->percpu_buf = NULL;
 	lh_recorder_close(&s->recorder);
+	if (s->series_fd >= 0)
+		close(s->series_fd);
+	s->series_fd = -1;
 	free(s->trend_events);
 	free(s->trend_lost);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "recorder.h"
@@ -36,6 +37,9 @@ struct lh_session {
 	void *tool;			/* the tool's own context */
 	struct lh_recorder recorder;	/* records, when --slower-than is given */
 	bool records_failed;		/* writing the records failed (exit 1) */
+	int series_fd;			/* --series FILE, opened at the first interval (-1) */
+	off_t series_bytes;		/* whole lines written to it */
+	int series_err;			/* its first write error, negative errno */
 	uint64_t *trend_events, *trend_lost;	/* per interval, for the loss trend */
 	size_t ntrend;
 };

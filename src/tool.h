@@ -15,6 +15,12 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
+/* lathist report (src/report_cmd.c): the verb, and its reader alone for the
+ * fuzz target: parse and merge every document in buf, render each format to
+ * /dev/null; 0 or a negative errno (bad input said on stderr). */
+int report_main(int argc, char **argv);
+int lh_report_parse_buffer(const char *buf, size_t len);
+
 /* Set by main when the process started with standard output closed. */
 extern bool lh_stdout_closed;
 

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "heatmap.h"
+#include "util.h"
+
+struct column {
+	uint64_t start_ns, dur_ns;
+	uint64_t *counts;	/* nslots */
+};
+
+struct lh_heatmap {
+	struct column *cols;
+	int ncols, cap;
+	uint32_t nslots;
+};
+
+struct lh_heatmap *lh_heatmap_new(void)
+{
+	return calloc(1, sizeof(struct lh_heatmap));
+}
+
+int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns)
+{
+	if (h->ncols == h->cap) {
+		int cap = h->cap ? 2 * h->cap : 64;
+		struct column *c = realloc(h->cols, (size_t)cap * sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		h->cols = c;
+		h->cap = cap;
+	}
+	h->cols[h->ncols++] = (struct column){ start_ns, dur_ns, NULL };
+	return 0;
+}
+
+void lh_heatmap_add(struct lh_heatmap *h, int col, const struct lh_hist *hist)
+{
+	struct column *c;
+
+	if (col < 0 || col >= h->ncols)
+		return;
+	c = &h->cols[col];
+	if (!h->nslots)
+		h->nslots = hist->nslots;
+	if (hist->nslots != h->nslots)
+		return;
+	if (!c->counts && !(c->counts = calloc(h->nslots, sizeof(uint64_t))))
+		return;
+	for (uint32_t i = 0; i < h->nslots; i++)
+		c->counts[i] = lh_add_sat(c->counts[i], hist->slots[i]);
+}
+
+/* Colour of a cell: white for 0, then light yellow to dark red on a log scale. */
+static void colour(char *buf, size_t len, uint64_t n, uint64_t max)
+{
+	static const double stops[][3] = {
+		{ 255, 255, 204 }, { 254, 217, 118 }, { 253, 141, 60 }, { 227, 26, 28 },
+		{ 128, 0, 38 },
+	};
+	double t, x;
+	int i;
+
+	if (!n) {
+		snprintf(buf, len, "#f7f7f7");
+		return;
+	}
+	t = max > 1 ? log1p((double)n) / log1p((double)max) : 1.0;
+	x = t * 4.0;
+	i = x >= 4.0 ? 3 : (int)x;
+	x -= i;
+	snprintf(buf, len, "#%02x%02x%02x",
+		 (int)(stops[i][0] + (stops[i + 1][0] - stops[i][0]) * x),
+		 (int)(stops[i][1] + (stops[i + 1][1] - stops[i][1]) * x),
+		 (int)(stops[i][2] + (stops[i + 1][2] - stops[i][2]) * x));
+}
+
+/* A bound in the unit, compact: 1024 -> "1024", 1048576 -> "1.05M". */
+static void label(char *buf, size_t len, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		snprintf(buf, len, "inf");
+	else if (v >= 10000000)
+		snprintf(buf, len, "%.3gM", (double)v / 1e6);
+	else if (v >= 100000)
+		snprintf(buf, len, "%.3gk", (double)v / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+}
+
+int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
+		     const char *name)
+{
+	const double W = 900, H = 520, L = 90, R = 130, T = 50, B = 60;
+	double pw = W - L - R, ph = H - T - B, cw, rh;
+	uint64_t max = 0, t0, t1;
+	int lo = -1, hi = -1, nrows, err;
+	char *svg = NULL, col[16], lab[32];
+	size_t len = 0;
+	FILE *f;
+
+	if (h->ncols < 2)
+		return -EDOM;
+	for (int c = 0; c < h->ncols; c++)
+		for (uint32_t s = 0; h->cols[c].counts && s < h->nslots; s++)
+			if (h->cols[c].counts[s]) {
+				if (lo < 0 || (int)s < lo)
+					lo = (int)s;
+				if ((int)s > hi)
+					hi = (int)s;
+				if (h->cols[c].counts[s] > max)
+					max = h->cols[c].counts[s];
+			}
+	if (lo < 0)
+		lo = hi = 0;
+	nrows = hi - lo + 1;
+	t0 = h->cols[0].start_ns;
+	t1 = h->cols[h->ncols - 1].start_ns + h->cols[h->ncols - 1].dur_ns;
+	if (t1 <= t0)
+		t1 = t0 + 1;
+	rh = ph / nrows;
+	f = open_memstream(&svg, &len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+	fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">lathist %s "
+		"%s: latency per interval (colour: events per slot, log scale)</text>\n",
+		L + pw / 2, meta->tool, name);
+	/* cells: x from each interval's own start and length, so gaps show */
+	for (int c = 0; c < h->ncols; c++) {
+		const struct column *k = &h->cols[c];
+		double x = L + pw * (double)(k->start_ns - t0) / (double)(t1 - t0);
+
+		cw = pw * (double)k->dur_ns / (double)(t1 - t0);
+		if (cw < 0.5)
+			cw = 0.5;
+		for (int r = 0; r < nrows; r++) {
+			uint64_t n = k->counts ? k->counts[lo + r] : 0;
+
+			colour(col, sizeof(col), n, max);
+			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+				"fill=\"%s\"><title>%" PRIu64 "</title></rect>\n", x,
+				T + ph - (r + 1) * rh, cw, rh, col, n);
+		}
+	}
+	fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+		"stroke=\"#333\"/>\n", L, T, pw, ph);
+	/* y axis: upper bound of each slot, thinned to about 12 labels */
+	for (int r = 0; r < nrows; r++) {
+		if (nrows > 12 && r % ((nrows + 11) / 12))
+			continue;
+		label(lab, sizeof(lab), lh_slot_hi((uint32_t)(lo + r), meta->scheme.precision));
+		fprintf(f, "<text x=\"%.0f\" y=\"%.2f\" text-anchor=\"end\">&#8804; %s</text>\n",
+			L - 6, T + ph - r * rh - rh / 2 + 4, lab);
+	}
+	fprintf(f, "<text transform=\"translate(18,%.0f) rotate(-90)\" text-anchor=\"middle\">"
+		"latency slot (%s, upper bound)</text>\n", T + ph / 2, meta->unit);
+	/* x axis: seconds since the first interval began */
+	for (int i = 0; i <= 8; i++) {
+		double s = (double)(t1 - t0) / 1e9 * i / 8;
+
+		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.3g</text>\n",
+			L + pw * i / 8, T + ph + 18, s);
+	}
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">time since the first "
+		"interval (s), %d intervals</text>\n", L + pw / 2, H - 16, h->ncols);
+	/* legend */
+	for (int i = 0; i < 5; i++) {
+		uint64_t n = i ? (uint64_t)llround(expm1(log1p((double)max) * i / 4.0)) : 0;
+
+		colour(col, sizeof(col), n, max);
+		fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"18\" height=\"18\" fill=\"%s\" "
+			"stroke=\"#999\"/><text x=\"%.0f\" y=\"%.0f\">%" PRIu64 "</text>\n",
+			W - R + 20, T + i * 26.0, col, W - R + 44, T + i * 26.0 + 14, n);
+	}
+	fputs("</svg>\n", f);
+	if (fclose(f)) {
+		free(svg);
+		return -ENOMEM;
+	}
+	err = lh_write_atomic(path, svg, len);
+	free(svg);
+	return err;
+}
+
+void lh_heatmap_free(struct lh_heatmap *h)
+{
+	if (!h)
+		return;
+	for (int c = 0; c < h->ncols; c++)
+		free(h->cols[c].counts);
+	free(h->cols);
+	free(h);
+}

@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lathist report FILE...: read saved lathist/1 JSON (a document, or JSON lines
+ * of intervals), check every field's type and range, merge documents of the
+ * same tool and slot scheme by exact addition, and render the result in any
+ * format; --heatmap draws an interval series as an SVG.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <json-c/json.h>
+#include "bio_cli.h"
+#include "cli.h"
+#include "heatmap.h"
+#include "report.h"
+#include "runq_cli.h"
+#include "tool.h"
+#include "util.h"
+
+#define TOOL "report"
+#define MAX_FILE_BYTES (512ULL << 20)	/* refuse larger inputs */
+
+enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST };
+
+static const char report_help[] =
+	"Usage: lathist report [-f text|json|csv|openmetrics] [-o FILE] [--heatmap SVG\n"
+	"                      [--heatmap-hist NAME]] FILE...\n"
+	"Read saved lathist JSON (-f json output: a document, or JSON lines of intervals),\n"
+	"merge every document of the same tool and slot scheme by exact addition (hosts,\n"
+	"intervals), and print the result; - reads standard input.\n"
+	"  -f, --format FMT       text (default), json, csv or openmetrics\n"
+	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
+	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency slot\n"
+	"                         y, colour = count): needs interval documents (-i)\n"
+	"      --heatmap-hist NAME  which histogram to draw (default: the first, e.g. wakeup)\n"
+	"  -h, --help             this help\n";
+
+/* What the merged documents have in common, and strings the report points at. */
+struct merge {
+	struct lh_report r;
+	bool have;			/* r holds a first document */
+	char tool[8], kernel[128], grouping[16], unit[4], clock[64];
+	char attach_tp[LH_MAX_ATTACH][32], attach_type[LH_MAX_ATTACH][16];
+	uint64_t first_start, last_end;	/* realtime ns */
+	int ndocs;
+	const char *path;		/* file being read, for messages */
+	int line;			/* document number in it */
+	struct lh_heatmap *heat;	/* --heatmap: one column per document */
+	const char *heat_hist;
+	bool pmu_dropped;
+};
+
+static int bad(struct merge *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "lathist report: %s", m->path);
+	if (m->line > 1)
+		fprintf(stderr, " (document %d)", m->line);
+	fputs(": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("; give a file written by lathist -f json\n", stderr);
+	return -EINVAL;
+}
+
+static json_object *get(json_object *o, const char *k, json_type t)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, t))
+		return NULL;
+	return v;
+}
+
+/* A non-negative integer field (uint64 range); -EINVAL when missing or not one. */
+static int get_u64(json_object *o, const char *k, uint64_t *out)
+{
+	json_object *v = get(o, k, json_type_int);
+
+	if (!v)
+		return -EINVAL;
+	errno = 0;
+	if (json_object_get_int64(v) < 0)
+		return -EINVAL;
+	*out = json_object_get_uint64(v);
+	return errno ? -EINVAL : 0;
+}
+
+static int get_str(json_object *o, const char *k, char *buf, size_t len)
+{
+	json_object *v = get(o, k, json_type_string);
+
+	if (!v || (size_t)json_object_get_string_len(v) >= len)
+		return -EINVAL;
+	snprintf(buf, len, "%s", json_object_get_string(v));
+	return 0;
+}
+
+/* Undo lh_printable's \xNN and \\ escapes of a task name. */
+static void unprintable(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *in && o + 1 < len; in++) {
+		unsigned int x;
+
+		if (in[0] == '\\' && in[1] == '\\') {
+			out[o++] = '\\';
+			in++;
+		} else if (in[0] == '\\' && in[1] == 'x' && sscanf(in + 2, "%2x", &x) == 1) {
+			out[o++] = (char)x;
+			in += 3;
+		} else {
+			out[o++] = *in;
+		}
+	}
+	out[o] = 0;
+}
+
+static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
+{
+	struct { const char *name; unsigned int bit; uint32_t *v; } nums[] = {
+		{ "tid", LH_KEY_TID, &key->tid }, { "pid", LH_KEY_PID, &key->pid },
+		{ "cpu", LH_KEY_CPU, &key->cpu },
+	};
+	char comm[72];
+
+	memset(key, 0, sizeof(*key));
+	if (!k)
+		return bad(m, "a histogram has no key object");
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		uint64_t v;
+
+		if (!json_object_object_get_ex(k, nums[i].name, NULL))
+			continue;
+		if (get_u64(k, nums[i].name, &v) || v > UINT32_MAX)
+			return bad(m, "key field %s is not a number from 0 to 2^32-1", nums[i].name);
+		key->fields |= nums[i].bit;
+		*nums[i].v = (uint32_t)v;
+	}
+	if (json_object_object_get_ex(k, "comm", NULL)) {
+		if (get_str(k, "comm", comm, sizeof(comm)))
+			return bad(m, "key field comm is not a task name");
+		unprintable(comm, key->comm, sizeof(key->comm));
+		key->fields |= LH_KEY_COMM;
+	}
+	if (json_object_object_get_ex(k, "start_ns", NULL) &&
+	    get_u64(k, "start_ns", &key->birth_ns))
+		return bad(m, "key field start_ns is not a number");
+	if (json_object_object_get_ex(k, "disk", NULL)) {
+		if (get_str(k, "disk", key->disk, sizeof(key->disk)))
+			return bad(m, "key field disk is not a disk name");
+		key->fields |= LH_KEY_DISK;
+	}
+	if (json_object_object_get_ex(k, "op", NULL)) {
+		if (get_str(k, "op", key->op, sizeof(key->op)))
+			return bad(m, "key field op is not an operation name");
+		key->fields |= LH_KEY_OP;
+	}
+	return 0;
+}
+
+/* The histogram of r with this name and key, created empty when missing. */
+static struct lh_hist *find_hist(struct lh_report *r, const char *name, const struct lh_key *k)
+{
+	for (size_t i = 0; i < r->nhists; i++)
+		if (!strcmp(r->hists[i].name, name) && !memcmp(&r->hists[i].key, k, sizeof(*k)))
+			return &r->hists[i];
+	return lh_report_add_hist(r, name, k);
+}
+
+static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
+{
+	const struct lh_scheme *sc = &m->r.meta.scheme;
+	json_object *slots = get(jh, "slots", json_type_array);
+	uint64_t count, sum, max, bytes = 0, total = 0;
+	char name[16];
+	struct lh_key key;
+	struct lh_hist *h;
+	int err;
+
+	if (get_str(jh, "name", name, sizeof(name)))
+		return bad(m, "a histogram has no name (or one over 15 bytes)");
+	err = parse_key(m, get(jh, "key", json_type_object), &key);
+	if (err)
+		return err;
+	if (!slots || get_u64(jh, "count", &count) || get_u64(jh, "sum_ns", &sum) ||
+	    get_u64(jh, "max_ns", &max))
+		return bad(m, "histogram %s lacks slots, count, sum_ns or max_ns", name);
+	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
+		return bad(m, "histogram %s: bytes is not a number", name);
+	if (lh_hist_init(tmp, name, &key, sc))
+		return -ENOMEM;
+	for (size_t i = 0; i < json_object_array_length(slots); i++) {
+		json_object *s = json_object_array_get_idx(slots, i);
+		uint64_t lo, c, hi, idx;
+
+		if (get_u64(s, "lo_ns", &lo) || get_u64(s, "count", &c) || lo % sc->unit_ns) {
+			lh_hist_free(tmp);
+			return bad(m, "histogram %s: slot %zu has no lo_ns/count of this scheme",
+				   name, i);
+		}
+		idx = lh_slot(lo / sc->unit_ns, sc->precision);
+		hi = lh_slot_hi((uint32_t)idx, sc->precision);
+		if (lh_slot_lo((uint32_t)idx, sc->precision) != lo / sc->unit_ns ||
+		    (hi != UINT64_MAX && (get_u64(s, "hi_ns", &hi) ||
+					  hi != lh_slot_hi((uint32_t)idx, sc->precision) *
+						sc->unit_ns))) {
+			lh_hist_free(tmp);
+			return bad(m, "histogram %s: slot (%" PRIu64 " ns, ...] is not a slot of "
+				   "precision %u in %s", name, lo, sc->precision, m->unit);
+		}
+		tmp->slots[idx] = lh_add_sat(tmp->slots[idx], c);
+		total = lh_add_sat(total, c);
+	}
+	if (total != count) {
+		lh_hist_free(tmp);
+		return bad(m, "histogram %s: slots add up to %" PRIu64 ", count says %" PRIu64,
+			   name, total, count);
+	}
+	tmp->count = count;
+	tmp->sum_ns = sum;
+	tmp->max_ns = max;
+	tmp->bytes = bytes;
+	h = find_hist(&m->r, name, &key);
+	if (!h) {
+		lh_hist_free(tmp);
+		return -ENOMEM;
+	}
+	err = lh_hist_merge(h, tmp);
+	h->bytes = lh_add_sat(h->bytes, tmp->bytes);
+	if (m->heat && !strcmp(name, m->heat_hist ? m->heat_hist : m->r.meta.kinds[0].name))
+		lh_heatmap_add(m->heat, m->ndocs - 1, tmp);
+	lh_hist_free(tmp);
+	return err;
+}
+
+/* First document: the tool, scheme and metadata every later one must match. */
+static int first_meta(struct merge *m, json_object *meta, json_object *hs)
+{
+	struct lh_meta *mt = &m->r.meta;
+	uint64_t p, unit_ns, nslots;
+
+	if (get_str(meta, "tool", m->tool, sizeof(m->tool)) ||
+	    (strcmp(m->tool, "runq") && strcmp(m->tool, "bio")))
+		return bad(m, "meta.tool is not runq or bio");
+	if (get_u64(hs, "precision", &p) || get_u64(hs, "unit_ns", &unit_ns) ||
+	    get_u64(hs, "nslots", &nslots) || get_str(hs, "unit", m->unit, sizeof(m->unit)))
+		return bad(m, "meta.hist_scheme lacks precision, unit, unit_ns or nslots");
+	if (p > LH_MAX_PRECISION || nslots != LH_NSLOTS(p) ||
+	    !((unit_ns == 1 && !strcmp(m->unit, "ns")) ||
+	      (unit_ns == 1000 && !strcmp(m->unit, "us")) ||
+	      (unit_ns == 1000000 && !strcmp(m->unit, "ms"))))
+		return bad(m, "meta.hist_scheme is not a lathist slot scheme");
+	mt->tool = m->tool;
+	mt->tool_bit = strcmp(m->tool, "bio") ? LH_TOOL_RUNQ : LH_TOOL_BIO;
+	mt->has_bytes = !strcmp(m->tool, "bio");
+	mt->kinds = strcmp(m->tool, "bio") ? runq_kinds : bio_kinds;
+	mt->nkinds = strcmp(m->tool, "bio") ? RUNQ_NR_HISTS : BIO_NR_HISTS;
+	mt->scheme.precision = (uint32_t)p;
+	mt->scheme.unit_ns = unit_ns;
+	mt->unit = m->unit;
+	if (get_str(meta, "kernel", m->kernel, sizeof(m->kernel)))
+		snprintf(m->kernel, sizeof(m->kernel), "?");
+	snprintf(mt->kernel, sizeof(mt->kernel), "%s", m->kernel);
+	if (get_str(meta, "grouping", m->grouping, sizeof(m->grouping)))
+		snprintf(m->grouping, sizeof(m->grouping), "?");
+	mt->grouping = m->grouping;
+	if (get_str(meta, "clock", m->clock, sizeof(m->clock)))
+		snprintf(m->clock, sizeof(m->clock), "?");
+	mt->clock = m->clock;
+	json_object_object_foreach(get(meta, "attach", json_type_object), tp, type) {
+		if (mt->nattach == LH_MAX_ATTACH || !json_object_is_type(type, json_type_string))
+			break;
+		snprintf(m->attach_tp[mt->nattach], sizeof(m->attach_tp[0]), "%s", tp);
+		snprintf(m->attach_type[mt->nattach], sizeof(m->attach_type[0]), "%s",
+			 json_object_get_string(type));
+		mt->attach[mt->nattach].tracepoint = m->attach_tp[mt->nattach];
+		mt->attach[mt->nattach].type = m->attach_type[mt->nattach];
+		mt->nattach++;
+	}
+	mt->ncpus = 0;
+	m->have = true;
+	return 0;
+}
+
+static int add_doc(struct merge *m, json_object *doc)
+{
+	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss;
+	char schema[16], tool[8], unit[4];
+	uint64_t start = 0, dur = 0, p, unit_ns, ncpus = 0;
+	struct lh_hist tmp;
+	int err;
+
+	m->line++;
+	if (get_str(doc, "schema", schema, sizeof(schema)) || strcmp(schema, LH_SCHEMA))
+		return bad(m, "not a %s document (no \"schema\": \"%s\")", LH_SCHEMA, LH_SCHEMA);
+	hs = get(meta, "hist_scheme", json_type_object);
+	hists = get(doc, "histograms", json_type_array);
+	loss = get(doc, "loss", json_type_object);
+	if (!meta || !hs || !hists || !loss)
+		return bad(m, "meta, meta.hist_scheme, histograms or loss is missing");
+	if (!m->have) {
+		err = first_meta(m, meta, hs);
+		if (err)
+			return err;
+	}
+	if (get_str(meta, "tool", tool, sizeof(tool)) || strcmp(tool, m->tool))
+		return bad(m, "a %s document cannot merge with %s documents", tool, m->tool);
+	if (get_u64(hs, "precision", &p) || get_u64(hs, "unit_ns", &unit_ns) ||
+	    get_str(hs, "unit", unit, sizeof(unit)) || p != m->r.meta.scheme.precision ||
+	    unit_ns != m->r.meta.scheme.unit_ns)
+		return bad(m, "slot scheme differs (precision %" PRIu64 ", %s) from the first "
+			   "document's (precision %u, %s): merge only runs with the same --precision "
+			   "and -u", p, unit, m->r.meta.scheme.precision, m->unit);
+	if (get_u64(meta, "start_realtime_ns", &start) || get_u64(meta, "duration_ns", &dur))
+		return bad(m, "meta.start_realtime_ns or meta.duration_ns is missing");
+	if (!get_u64(meta, "ncpus", &ncpus) && ncpus > (uint64_t)m->r.meta.ncpus)
+		m->r.meta.ncpus = (int)(ncpus > 1 << 20 ? 1 << 20 : ncpus);
+	if (!m->first_start || start < m->first_start)
+		m->first_start = start;
+	if (start + dur > m->last_end)
+		m->last_end = start + dur;
+	if (strcmp(m->kernel, "mixed")) {
+		char k[128];
+
+		if (get_str(meta, "kernel", k, sizeof(k)) || strcmp(k, m->kernel))
+			snprintf(m->kernel, sizeof(m->kernel), "mixed");
+	}
+	m->ndocs++;
+	if (m->heat && lh_heatmap_column(m->heat, start, dur))
+		return -ENOMEM;
+	for (size_t i = 0; i < json_object_array_length(hists); i++) {
+		err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp);
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		const struct lh_counter_info *ci = lh_counter_info(i);
+		uint64_t v;
+
+		if (!json_object_object_get_ex(loss, ci->name, NULL))
+			continue;
+		if (get_u64(loss, ci->name, &v))
+			return bad(m, "loss.%s is not a number", ci->name);
+		m->r.counters[i] = lh_add_sat(m->r.counters[i], v);
+		/* a counter the inputs carry is shown, whatever output it belongs to */
+		if (ci->needs)
+			m->r.meta.features |= ci->needs;
+	}
+	if (get(doc, "counters", json_type_array))
+		m->pmu_dropped = true;
+	return 0;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		size_t got;
+
+		if (cap - n < 65536) {
+			char *nb;
+
+			if (cap >= MAX_FILE_BYTES) {
+				errno = EFBIG;
+				break;
+			}
+			cap = cap ? 2 * cap : 65536;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				errno = ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0) {
+			if (ferror(f))
+				break;
+			buf[n] = 0;
+			*len = n;
+			if (f != stdin)
+				fclose(f);
+			return buf;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	free(buf);
+	return NULL;
+}
+
+/* Every JSON document in buf (one, or JSON lines), in order. */
+static int read_buffer(struct merge *m, const char *buf, size_t len)
+{
+	json_tokener *tok = json_tokener_new();
+	size_t off = 0;
+	int err = 0;
+
+	if (!tok)
+		return -ENOMEM;
+	while (!err) {
+		json_object *doc;
+
+		while (off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' ||
+				     buf[off] == '\t'))
+			off++;
+		if (off >= len)
+			break;
+		if (memchr(buf + off, 0, len - off)) {
+			err = bad(m, "holds a NUL byte");
+			break;
+		}
+		json_tokener_reset(tok);
+		doc = json_tokener_parse_ex(tok, buf + off, (int)(len - off > INT32_MAX ?
+								     INT32_MAX : len - off));
+		if (!doc) {
+			enum json_tokener_error je = json_tokener_get_error(tok);
+
+			m->line++;
+			err = bad(m, "not JSON (%s at byte %zu)",
+				  je == json_tokener_continue ? "unexpected end" :
+				  json_tokener_error_desc(je), off + json_tokener_get_parse_end(tok));
+			break;
+		}
+		off += json_tokener_get_parse_end(tok);
+		if (!json_object_is_type(doc, json_type_object)) {
+			m->line++;
+			err = bad(m, "a document is not a JSON object");
+		} else {
+			err = add_doc(m, doc);
+		}
+		json_object_put(doc);
+	}
+	json_tokener_free(tok);
+	if (!err && !m->line) {
+		m->line = 1;
+		err = bad(m, "holds no document");
+	}
+	return err;
+}
+
+static int read_file(struct merge *m, const char *path)
+{
+	size_t len = 0;
+	char *buf;
+	int err;
+
+	m->path = strcmp(path, "-") ? path : "standard input";
+	m->line = 0;
+	buf = read_all(path, &len);
+	if (!buf) {
+		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->path,
+			errno == EFBIG ? "larger than 512 MiB" : strerror(errno));
+		return -EIO;
+	}
+	err = read_buffer(m, buf, len);
+	free(buf);
+	return err;
+}
+
+int lh_report_parse_buffer(const char *buf, size_t len)
+{
+	struct merge m = { .path = "input" };
+	FILE *devnull = fopen("/dev/null", "w");
+	int err;
+
+	m.heat = lh_heatmap_new();
+	err = read_buffer(&m, buf, len);
+	if (!err && devnull) {	/* render every format too */
+		lh_report_sort(&m.r);
+		lh_render_text(devnull, &m.r);
+		lh_render_csv(devnull, &m.r, true);
+		lh_render_openmetrics(devnull, &m.r);
+		free(lh_render_json(&m.r, false));
+	}
+	if (devnull)
+		fclose(devnull);
+	lh_heatmap_free(m.heat);
+	lh_report_clear(&m.r);
+	return err;
+}
+
+int report_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "heatmap", required_argument, NULL, OPT_HEATMAP },
+		{ "heatmap-hist", required_argument, NULL, OPT_HEATMAP_HIST },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct lh_common_opts c;
+	struct merge m = {};
+	const char *heatmap = NULL;
+	int opt, err = 0, rc = LH_EXIT_OK;
+
+	lh_common_defaults(&c);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+		case 'o':
+			if (lh_common_opt(&c, opt, optarg, TOOL) < 0)
+				return LH_EXIT_USAGE;
+			break;
+		case OPT_HEATMAP:
+			err = lh_output_check(optarg);
+			if (err) {
+				lh_usage_error(TOOL, "--heatmap '%s': cannot be written (%s); give an "
+					       "SVG file in a writable folder", optarg,
+					       err == -ELOOP ? "a symbolic link" : strerror(-err));
+				return LH_EXIT_USAGE;
+			}
+			heatmap = optarg;
+			break;
+		case OPT_HEATMAP_HIST:
+			m.heat_hist = optarg;
+			break;
+		case 'h':
+			fputs(report_help, stdout);
+			return LH_EXIT_OK;
+		default:
+			lh_bad_option(TOOL, opt, argv);
+			return LH_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
+		return LH_EXIT_USAGE;
+	}
+	if (m.heat_hist && !heatmap) {
+		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
+		return LH_EXIT_USAGE;
+	}
+	if (heatmap && !(m.heat = lh_heatmap_new())) {
+		fprintf(stderr, "lathist report: out of memory\n");
+		return LH_EXIT_RUNTIME;
+	}
+	for (int i = optind; i < argc && !err; i++)
+		err = read_file(&m, argv[i]);
+	if (err) {
+		rc = LH_EXIT_RUNTIME;
+		goto out;
+	}
+	if (m.heat_hist) {
+		bool known = false;
+
+		for (int i = 0; i < m.r.meta.nkinds; i++)
+			known |= !strcmp(m.r.meta.kinds[i].name, m.heat_hist);
+		if (!known) {
+			lh_usage_error(TOOL, "--heatmap-hist '%s': %s has no such histogram; give "
+				       "one of %s, %s, %s", m.heat_hist, m.tool, m.r.meta.kinds[0].name,
+				       m.r.meta.kinds[1].name, m.r.meta.kinds[2].name);
+			rc = LH_EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (m.pmu_dropped)
+		fprintf(stderr, "lathist report: the inputs' counters (--counters) are not merged; "
+			"they are left out\n");
+	m.r.meta.start_realtime_ns = m.first_start;
+	m.r.meta.duration_ns = m.last_end - m.first_start;
+	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
+	lh_report_sort(&m.r);
+	if (lh_emit(&m.r, &c))
+		rc = LH_EXIT_RUNTIME;
+	if (heatmap) {
+		const char *name = m.heat_hist ? m.heat_hist : m.r.meta.kinds[0].name;
+
+		err = lh_heatmap_write(m.heat, heatmap, &m.r.meta, name);
+		if (err) {
+			fprintf(stderr, "lathist report: --heatmap %s: %s\n", heatmap,
+				err == -EDOM ? "needs at least two interval documents (run with -i "
+				"and --series FILE)" : strerror(-err));
+			rc = LH_EXIT_RUNTIME;
+		}
+	}
+out:
+	lh_heatmap_free(m.heat);
+	lh_report_clear(&m.r);
+	return rc;
+}
