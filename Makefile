@@ -2,6 +2,7 @@
 #   make          build ./lathist (needs the Debian packages in scripts/deps.sh)
 #   make run      install missing packages, build, trace runqueue latency for 5 s
 #   make check    install missing packages, build, run every test
+#   make fuzz     run the report reader's fuzz target (FUZZ_SECONDS, default 300)
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
 #   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
 #                 counters_overhead.py)
@@ -28,7 +29,7 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h)
 
-.PHONY: all run check deps test-deps unit integration vmlinux bench clean
+.PHONY: all run check deps test-deps unit integration vmlinux bench clean fuzz
 all: lathist
 
 deps:
@@ -57,7 +58,7 @@ run: deps
 	./lathist runq -d 5
 
 # ---- tests ----
-UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu
+UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
 WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth
 
@@ -80,11 +81,22 @@ $(OUT)/tests/fakerq.skel.h: $(OUT)/tests/fakerq.bpf.o
 $(OUT)/tests/bio_synth: tests/bpf/bio_synth.c $(OUT)/tests/fakerq.skel.h $(OUT)/bio.skel.h
 	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(LIBS) -o $@
 
+# libFuzzer target for lathist report's reader (clang, ASan + UBSan), all sources rebuilt
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -I$(OUT)
+$(OUT)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRCS) $(TOOL_SRCS) $(HEADERS) $(SKELS)
+	@mkdir -p $(OUT)/fuzz
+	$(CLANG) $(FUZZ_CFLAGS) $< $(LIB_SRCS) $(TOOL_SRCS) $(LIBS) -o $@
+
+fuzz: $(OUT)/fuzz/report_fuzz
+	@mkdir -p $(OUT)/fuzz/corpus
+	$(OUT)/fuzz/report_fuzz -max_total_time=$${FUZZ_SECONDS:-300} $(OUT)/fuzz/corpus tests/fuzz/seeds
+
 unit: lathist $(UNIT_BINS)
 integration: lathist $(WORKLOADS)
 
 check: deps test-deps
-	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS)
+	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS) $(OUT)/fuzz/report_fuzz
 	python3 tests/run.py
 
 # ---- maintenance ----

@@ -6,7 +6,10 @@ set -euo pipefail
 
 level=${1:-build}
 build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev)
-test_pkgs=(libcmocka-dev python3 util-linux procps)
+test_pkgs=(libcmocka-dev python3 util-linux procps python3-jsonschema librsvg2-bin)
+# Unpacked (not installed) into build/tools for the export tests, so that no
+# Prometheus service is installed or started: promtool and node_exporter.
+tool_debs=(prometheus prometheus-node-exporter)
 bench_pkgs=(bpftrace linux-perf fio)
 
 want=("${build_pkgs[@]}")
@@ -17,11 +20,27 @@ case "$level" in
   *) echo "deps.sh: unknown level '$level' (use build, test or bench)" >&2; exit 2 ;;
 esac
 
+unpack_tools() {
+  local dir="build/tools" tmp
+  [ -x "$dir/usr/bin/promtool" ] && [ -x "$dir/usr/bin/prometheus-node-exporter" ] && return 0
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && apt-get download -qq "${tool_debs[@]}" >/dev/null 2>&1); then
+    apt-get update -qq
+    (cd "$tmp" && apt-get download -qq "${tool_debs[@]}" >/dev/null)
+  fi
+  mkdir -p "$dir"
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$dir"; done
+  rm -rf "$tmp"
+}
+
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  [ "$level" = build ] || unpack_tools
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "deps.sh: missing Debian packages: ${missing[*]}; run as root or: apt-get install ${missing[*]}" >&2
@@ -33,3 +52,4 @@ if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+[ "$level" = build ] || unpack_tools

@@ -79,7 +79,8 @@ static int pmu_cmp(const void *pa, const void *pb)
 void lh_report_sort(struct lh_report *r)
 {
 	sort_meta = &r->meta;
-	qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
+	if (r->nhists)
+		qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
 	sort_meta = NULL;
 	if (r->npmu)
 		qsort(r->pmu, r->npmu, sizeof(*r->pmu), pmu_cmp);

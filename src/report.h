@@ -17,7 +17,7 @@
 #define LH_SCHEMA "lathist/1"
 #define LH_MAX_ATTACH 8
 #define LH_MAX_FILTERS 8
-#define LH_MAX_MAPS 8
+#define LH_MAX_MAPS 16
 
 struct lh_attach {
 	const char *tracepoint;	/* "sched_switch" */

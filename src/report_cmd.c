@@ -57,6 +57,7 @@ struct merge {
 
 static int bad(struct merge *m, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
 	fprintf(stderr, "lathist report: %s", m->path);
@@ -64,9 +65,13 @@ static int bad(struct merge *m, const char *fmt, ...)
 		fprintf(stderr, " (document %d)", m->line);
 	fputs(": ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputs("; give a file written by lathist -f json\n", stderr);
+	/* the message may quote the input: printable ASCII only on the terminal */
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
+	fprintf(stderr, "%s; give a file written by lathist -f json\n", msg);
 	return -EINVAL;
 }
 
@@ -276,7 +281,11 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	if (get_str(meta, "clock", m->clock, sizeof(m->clock)))
 		snprintf(m->clock, sizeof(m->clock), "?");
 	mt->clock = m->clock;
-	json_object_object_foreach(get(meta, "attach", json_type_object), tp, type) {
+	json_object *attach = get(meta, "attach", json_type_object);
+
+	if (!attach)
+		return bad(m, "meta.attach is not an object");
+	json_object_object_foreach(attach, tp, type) {
 		if (mt->nattach == LH_MAX_ATTACH || !json_object_is_type(type, json_type_string))
 			break;
 		snprintf(m->attach_tp[mt->nattach], sizeof(m->attach_tp[0]), "%s", tp);

@@ -1,0 +1,365 @@
+"""Exports and lathist report: JSON against its JSON Schema, CSV through a real CSV reader,
+OpenMetrics through promtool and a real node_exporter scrape, report merges by exact
+addition and refuses bad input, the heatmap is well-formed and not blank."""
+import csv
+import io
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+import xml.etree.ElementTree as ET
+import zlib
+
+from lh import (BIOWORK, LATHIST, ROOT, Lathist, LoopDevice, Workload, by_id, check, per_task,
+                run, traced)
+from test_runq import CPU, COUNT_SLACK, LossBudget
+
+TOOLS = os.path.join(ROOT, "build", "tools", "usr", "bin")
+SCHEMA = os.path.join(ROOT, "docs", "lathist-1.schema.json")
+
+
+def validate(doc):
+    import jsonschema
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    errs = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=str)
+    check(not errs, f"{len(errs)} schema errors, first: {errs[0].message if errs else ''} at "
+                    f"{list(errs[0].absolute_path) if errs else ''}")
+
+
+def report(*args, stdin=None):
+    p = subprocess.run([LATHIST, "report", *args], capture_output=True, text=True, input=stdin,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_json_matches_schema():
+    """Real output of every shape: runq per thread with counters, records and intervals;
+    runq per CPU; bio per process, disk and op."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, doc = traced(Workload("mix", CPU, 1, 1, 300), "--per-thread", "--counters",
+                        "cpu-clock,page-faults", "--slower-than", "1ms", "--events",
+                        os.path.join(tmp, "e.json"))
+        validate(doc)
+        rc, out, err = run("runq", "-f", "json", "--per-cpu", "-i", "0.2", "-d", "0.5",
+                           "--cpus", "0")
+        check(rc == 0, err)
+        for line in out.splitlines():
+            validate(json.loads(line))
+        with LoopDevice() as dev:
+            work = Workload("direct", dev.dev, 5, 4096, 5, 4096, exe=BIOWORK)
+            work.start()
+            tool = Lathist("bio", "-f", "json", "--per-process", "--per-disk", "--per-op",
+                           "--disk", dev.name).start()
+            work.go()
+            work.wait()
+            rc, out, err = tool.stop()
+        check(rc == 0, err)
+        doc = json.loads(out)
+        check(len(doc["histograms"]) >= 6, f"{len(doc['histograms'])} bio histograms")
+        validate(doc)
+
+
+def test_csv_reads_back_as_json():
+    """-f csv of a saved run (lathist report) parses with Python's csv module to the same
+    slot counts as its JSON; a live CSV run counts the workload's waits."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, doc = traced(Workload("mix", CPU, 2, 1, 500), "--per-thread")
+        saved = os.path.join(tmp, "run.json")
+        with open(saved, "w") as f:
+            json.dump(doc, f)
+        rc, out, err = report("-f", "csv", saved)
+        check(rc == 0, err)
+        table = list(csv.DictReader(io.StringIO(out, newline="")))
+        from_csv = {(r["histogram"], int(r["tid"]), int(r["lo_ns"])): int(r["count"])
+                    for r in table}
+        from_json = {(h["name"], h["key"]["tid"], s["lo_ns"]): s["count"]
+                     for h in doc["histograms"] for s in h["slots"]}
+        check(from_csv == from_json, f"{len(from_csv)} CSV cells vs {len(from_json)} JSON slots")
+        # live CSV: per thread, as many waits as schedstat's pcount
+        work = Workload("mix", CPU, 2, 0, 400)
+        pid = work.start()
+        tool = Lathist("runq", "-f", "csv", "--per-thread", "-p", str(pid)).start()
+        work.go()
+        rows = work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, err)
+        counts = {}
+        for r in csv.DictReader(io.StringIO(out, newline="")):
+            counts[int(r["tid"])] = counts.get(int(r["tid"]), 0) + int(r["count"])
+        for r in rows:
+            got = counts.get(r["tid"], 0)
+            check(r["pcount"] - 2 <= got <= r["pcount"] + COUNT_SLACK,
+                  f"tid {r['tid']}: CSV {got} waits, pcount {r['pcount']}")
+
+
+def test_csv_quotes_a_comm_with_comma_and_quote():
+    """A process named a,b"c: RFC 4180 quoting round-trips through a CSV reader."""
+    prog = ("import ctypes,sys,time\n"
+            "ctypes.CDLL(None).prctl(15, b'a,b\"c', 0, 0, 0)\n"
+            "print('ready', flush=True); sys.stdin.readline()\n"
+            "for _ in range(200): time.sleep(0.001)\n")
+    p = subprocess.Popen(["python3", "-c", prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    p.stdout.readline()
+    tool = Lathist("runq", "-f", "csv", "--per-process", "-p", str(p.pid)).start()
+    p.stdin.write(b"\n")
+    p.stdin.flush()
+    p.wait(timeout=30)
+    rc, out, err = tool.stop()
+    check(rc == 0, err)
+    comms = {r["comm"] for r in csv.DictReader(io.StringIO(out, newline=""))}
+    check(comms == {'a,b"c'}, f"comms {comms}")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def parse_labels(body):
+    """'a="x",b="y\\"z"' -> {"a": "x", "b": 'y"z'} (exposition escapes undone)."""
+    out, i = {}, 0
+    while i < len(body):
+        eq = body.index("=", i)
+        name, i, val = body[i:eq].lstrip(","), eq + 2, ""
+        while body[i] != '"':
+            if body[i] == "\\":
+                i += 1
+                val += {"n": "\n"}.get(body[i], body[i])
+            else:
+                val += body[i]
+            i += 1
+        out[name] = val
+        i += 1
+    return out
+
+
+def samples(text):
+    """{(name, labels): value} of the lathist samples in an exposition; le as a number,
+    so that 0.000001 and 1e-06 are the same bucket."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("lathist_"):
+            continue
+        series, value = line.rsplit(" ", 1)
+        name, _, rest = series.partition("{")
+        labels = parse_labels(rest[:-1]) if rest else {}
+        if "le" in labels:
+            labels["le"] = float(labels["le"])
+        out[(name, frozenset(labels.items()))] = float(value)
+    return out
+
+
+def test_openmetrics_promtool_and_node_exporter():
+    """-f openmetrics into a node_exporter textfile folder: promtool accepts it, a real
+    node_exporter serves every lathist sample with the same value, the per-thread counts
+    match schedstat, and the buckets are cumulative with +Inf equal to _count."""
+    with tempfile.TemporaryDirectory() as tmp:
+        prom = os.path.join(tmp, "lathist.prom")
+        work = Workload("mix", CPU, 2, 1, 500)
+        pid = work.start()
+        tool = Lathist("runq", "-f", "openmetrics", "-o", prom, "--per-thread", "-p",
+                       str(pid)).start()
+        work.go()
+        rows = work.wait()
+        rc, _, err = tool.stop()
+        check(rc == 0, err)
+        with open(prom) as f:
+            text = f.read()
+        p = subprocess.run([os.path.join(TOOLS, "promtool"), "check", "metrics"], input=text,
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"promtool: {p.stdout} {p.stderr}")
+        port = free_port()
+        ne = subprocess.Popen([os.path.join(TOOLS, "prometheus-node-exporter"),
+                               f"--web.listen-address=127.0.0.1:{port}",
+                               "--collector.disable-defaults", "--collector.textfile",
+                               f"--collector.textfile.directory={tmp}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            body = None
+            for _ in range(100):
+                try:
+                    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                  timeout=2).read().decode()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        finally:
+            ne.terminate()
+            ne.wait(timeout=10)
+        check(body is not None, "node_exporter did not answer")
+        check("node_textfile_scrape_error 0" in body, "node_exporter could not read the file")
+    mine, served = samples(text), samples(body)
+    check(mine and all(served.get(k) == v for k, v in mine.items()),
+          f"{sum(served.get(k) != v for k, v in mine.items())} of {len(mine)} samples differ")
+    lost = sum(v for (name, _), v in mine.items() if name == "lathist_runq_losses_total")
+    budget = LossBudget({"loss": {"lost": int(lost)}})
+    for r in rows:
+        tid = ("tid", str(r["tid"]))
+
+        def series(name, kind=None):
+            return {dict(l).get("le"): v for (n, l), v in served.items()
+                    if n == name and tid in l and (kind is None or ("kind", kind) in l)}
+
+        count = sum(v for (n, l), v in served.items()
+                    if n == "lathist_runq_latency_seconds_count" and tid in l)
+        budget.check(int(count), r["pcount"], f"tid {r['tid']} served _count")
+        for kind in ("wakeup", "preempt"):
+            b = series("lathist_runq_latency_seconds_bucket", kind)
+            if not b:
+                continue
+            inf = b.pop(float("inf"))
+            vals = [b[le] for le in sorted(b)]
+            check(vals == sorted(vals) and vals[-1] <= inf, f"tid {r['tid']} {kind}: "
+                                                             "buckets not cumulative")
+            check(inf == series("lathist_runq_latency_seconds_count", kind)[None],
+                  f"tid {r['tid']} {kind}: +Inf differs from _count")
+
+
+def test_report_merges_by_addition():
+    """Two runs merged equal the slot-by-slot sum; loss counters add; bias flag is the OR;
+    the merged JSON is valid; another slot scheme is refused."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i in range(2):
+            _, doc = traced(Workload("mix", CPU, 1, 1, 300), "--per-thread")
+            paths.append(os.path.join(tmp, f"r{i}.json"))
+            with open(paths[-1], "w") as f:
+                json.dump(doc, f)
+        docs = [json.load(open(p)) for p in paths]
+        rc, out, err = report("-f", "json", *paths)
+        check(rc == 0, err)
+        merged = json.loads(out)
+        validate(merged)
+        want = {}
+        for d in docs:
+            for h in d["histograms"]:
+                for s in h["slots"]:
+                    k = (h["name"], h["key"]["tid"], s["lo_ns"])
+                    want[k] = want.get(k, 0) + s["count"]
+        got = {(h["name"], h["key"]["tid"], s["lo_ns"]): s["count"]
+               for h in merged["histograms"] for s in h["slots"]}
+        check(got == want, "merged slots differ from the sum")
+        for k in ("events", "paired", "lost", "unpaired_no_start"):
+            check(merged["loss"][k] == sum(d["loss"][k] for d in docs), f"loss {k}")
+        check(merged["bias"]["flag"] == any(d["bias"]["flag"] for d in docs), "bias flag")
+        # another scheme
+        rc, out, err = run("runq", "-f", "json", "-d", "0.2", "--precision", "2", "-o",
+                           os.path.join(tmp, "p2.json"))
+        check(rc == 0, err)
+        rc, out, err = report(paths[0], os.path.join(tmp, "p2.json"))
+        check(rc == 1 and "slot scheme differs" in err and len(err.splitlines()) == 1, err)
+
+
+def test_report_refuses_bad_files():
+    """Malformed or hostile input: one line naming the file and the problem, exit 1."""
+    _, good = traced(Workload("mix", CPU, 1, 0, 100), "--per-thread")
+    text = json.dumps(good)
+
+    def mutate(f):
+        d = json.loads(text)
+        f(d)
+        return json.dumps(d)
+
+    cases = {
+        "empty": "",
+        "not JSON": "{\"schema\": ",
+        "array": "[1, 2]",
+        "NUL": text[:10] + "\0" + text[10:],
+        "schema": mutate(lambda d: d.update(schema="lathist/9")),
+        "negative": mutate(lambda d: d["histograms"][0].update(count=-1)),
+        "huge": mutate(lambda d: d["histograms"][0]["slots"][0].update(count=2 ** 70)),
+        "string count": mutate(lambda d: d["histograms"][0].update(count="7")),
+        "sum mismatch": mutate(lambda d: d["histograms"][0].update(
+            count=d["histograms"][0]["count"] + 1)),
+        "bad slot": mutate(lambda d: d["histograms"][0]["slots"][0].update(lo_ns=3000)),
+        "precision": mutate(lambda d: d["meta"]["hist_scheme"].update(precision=9)),
+        "tool": mutate(lambda d: d["meta"].update(tool="x" * 100)),
+        "deep": "[" * 100000 + "]" * 100000,
+        "key": mutate(lambda d: d["histograms"][0]["key"].update(tid=2 ** 40)),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, body in cases.items():
+            path = os.path.join(tmp, name.replace(" ", "_") + ".json")
+            with open(path, "w") as f:
+                f.write(body)
+            rc, out, err = report(path)
+            check(rc == 1 and err.startswith(f"lathist report: {path}") and
+                  len(err.strip().splitlines()) == 1 and not out,
+                  f"{name}: rc {rc}, stderr {err[:300]!r}")
+        rc, out, err = report(os.path.join(tmp, "missing.json"))
+        check(rc == 1 and "cannot read" in err, err)
+        rc, out, err = report("-f", "yaml", path)
+        check(rc == 2 and "-f 'yaml'" in err, err)
+        rc, out, err = report()
+        check(rc == 2 and "no input" in err, err)
+
+
+def png_pixels(path):
+    """Decompressed PNG image data (filter bytes included): enough to see variety."""
+    data = open(path, "rb").read()
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG")
+    pos, idat = 8, b""
+    while pos < len(data):
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        kind = data[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    return zlib.decompress(idat)
+
+
+def test_series_and_heatmap():
+    """-i with --series keeps every interval; report --heatmap draws them: well-formed SVG
+    with one column of cells per interval, rendered to PNG by rsvg-convert, not blank."""
+    with tempfile.TemporaryDirectory() as tmp:
+        series, svg, png = (os.path.join(tmp, n) for n in ("s.jsonl", "h.svg", "h.png"))
+        work = Workload("mix", CPU, 1, 2, 1500)
+        pid = work.start()
+        tool = Lathist("runq", "-i", "0.25", "-f", "json", "-o", os.path.join(tmp, "last.json"),
+                       "--series", series, "-p", str(pid)).start()
+        work.go()
+        work.wait()
+        rc, _, err = tool.stop()
+        check(rc == 0, err)
+        lines = open(series).read().splitlines()
+        check(len(lines) >= 4, f"{len(lines)} intervals in --series")
+        for line in lines:
+            validate(json.loads(line))
+        rc, out, err = report("--heatmap", svg, series)
+        check(rc == 0, err)
+        root = ET.parse(svg).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        cells = [r for r in root.iter(ns + "rect") if r.find(ns + "title") is not None]
+        xs = {r.get("x") for r in cells}
+        check(len(xs) == len(lines), f"{len(xs)} columns for {len(lines)} intervals")
+        texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
+        check("latency slot" in texts and "time since" in texts, f"axes: {texts[:200]}")
+        p = subprocess.run(["rsvg-convert", svg, "-o", png], capture_output=True, text=True)
+        check(p.returncode == 0, p.stderr)
+        pixels = png_pixels(png)
+        check(len(set(pixels)) > 20, f"PNG looks blank ({len(set(pixels))} byte values)")
+        rc, out, err = report("--heatmap", svg, os.path.join(tmp, "last.json"))
+        check(rc == 1 and "needs at least two interval documents" in err, err)
+
+
+def test_report_reader_fuzz():
+    """The libFuzzer target of the report reader (ASan + UBSan), from the committed seeds,
+    for FUZZ_SECONDS (30): no crash, leak or undefined behaviour."""
+    seconds = os.environ.get("FUZZ_SECONDS", "30")
+    with tempfile.TemporaryDirectory() as corpus:
+        p = subprocess.run([os.path.join(ROOT, "build", "fuzz", "report_fuzz"),
+                            f"-max_total_time={seconds}", "-rss_limit_mb=2048",
+                            f"-artifact_prefix={corpus}/", corpus,
+                            os.path.join(ROOT, "tests", "fuzz", "seeds")],
+                           capture_output=True, text=True, errors="replace",
+                           timeout=int(seconds) + 120)
+        tail = "\n".join(l for l in p.stderr.splitlines()
+                         if not l.startswith("lathist report"))[-2000:]
+        check(p.returncode == 0 and "Done" in p.stderr, f"fuzzer rc {p.returncode}:\n{tail}")

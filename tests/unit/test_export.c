@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+/* Exports: OpenMetrics buckets at exact bounds (case C9), CSV quoting. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency" } };
+
+/* A runq report with one total wakeup histogram holding the given latencies (ns). */
+static void make_report(struct lh_report *r, const uint64_t *ns, size_t n, const struct lh_key *k)
+{
+	struct lh_hist *h;
+
+	memset(r, 0, sizeof(*r));
+	r->meta.tool = "runq";
+	r->meta.tool_bit = LH_TOOL_RUNQ;
+	r->meta.clock = "CLOCK_MONOTONIC";
+	r->meta.grouping = "total";
+	r->meta.unit = "us";
+	r->meta.kinds = kinds;
+	r->meta.nkinds = 1;
+	r->meta.scheme.precision = 0;
+	r->meta.scheme.unit_ns = 1000;
+	h = lh_report_add_hist(r, "wakeup", k);
+	assert_non_null(h);
+	for (size_t i = 0; i < n; i++) {
+		/* the slot function the BPF programs use */
+		h->slots[lh_value_slot(ns[i], 1000, 0)]++;
+		h->count++;
+		h->sum_ns += ns[i];
+		if (ns[i] > h->max_ns)
+			h->max_ns = ns[i];
+	}
+}
+
+static char *render(const struct lh_report *r, bool csv)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	if (csv)
+		lh_render_csv(f, r, true);
+	else
+		lh_render_openmetrics(f, r);
+	fclose(f);
+	return buf;
+}
+
+static void test_c9_bound_is_upper_inclusive(void **state)
+{
+	uint64_t ns[] = { 256000, 256000, 256001, 128000, 0 };
+	struct lh_report r;
+	char *om;
+	(void)state;
+	make_report(&r, ns, 5, NULL);
+	om = render(&r, false);
+	/* 256 us is in le="0.000256": with 128 us and 0 below it, 4 in all */
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_bucket{kind=\"wakeup\",le=\"0.000001\"} 1\n"));
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_bucket{kind=\"wakeup\",le=\"0.000128\"} 2\n"));
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_bucket{kind=\"wakeup\",le=\"0.000256\"} 4\n"));
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_bucket{kind=\"wakeup\",le=\"0.000512\"} 5\n"));
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_bucket{kind=\"wakeup\",le=\"+Inf\"} 5\n"));
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_sum{kind=\"wakeup\"} 0.000896001\n"));
+	assert_non_null(strstr(om, "lathist_runq_latency_seconds_count{kind=\"wakeup\"} 5\n"));
+	/* cumulative: never decreasing, integer counts */
+	{
+		uint64_t prev = 0;
+		char *p = om;
+
+		while ((p = strstr(p, "_bucket{"))) {
+			uint64_t v = strtoull(strchr(p, '}') + 2, NULL, 10);
+
+			assert_true(v >= prev);
+			prev = v;
+			p++;
+		}
+		assert_true(prev == 5);
+	}
+	assert_non_null(strstr(om, "\n# EOF\n"));
+	free(om);
+	lh_report_clear(&r);
+}
+
+static void test_label_and_csv_escaping(void **state)
+{
+	struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = 42 };
+	uint64_t ns[] = { 5000 };
+	struct lh_report r;
+	char *out;
+	(void)state;
+	memcpy(k.comm, "a,b\"c\\d", 8);
+	make_report(&r, ns, 1, &k);
+	out = render(&r, false);
+	assert_non_null(strstr(out, "comm=\"a,b\\\"c\\\\\\\\d\""));	/* printable \\ then escaped */
+	free(out);
+	out = render(&r, true);
+	/* RFC 4180: quoted, quotes doubled; CRLF line ends */
+	assert_non_null(strstr(out, ",42,\"a,b\"\"c\\\\d\","));
+	assert_non_null(strstr(out, "\r\n"));
+	assert_non_null(strstr(out, ",4000,8000,1,1,5000,5000\r\n"));
+	free(out);
+	lh_report_clear(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_c9_bound_is_upper_inclusive),
+		cmocka_unit_test(test_label_and_csv_escaping),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
