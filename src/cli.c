@@ -45,13 +45,17 @@ const char lh_common_help[] =
 
 void lh_usage_error(const char *tool, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "lathist %s: ", tool);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* messages quote what the user typed: no control bytes to the terminal */
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	fprintf(stderr, "lathist %s: %s\n", tool, msg);
 }
 
 void lh_common_defaults(struct lh_common_opts *o)

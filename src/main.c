@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* lathist: where is time lost? Verb dispatch. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -44,6 +45,8 @@ static void guard_std_fds(void)
 int main(int argc, char **argv)
 {
 	guard_std_fds();
+	/* a closed pipe is a write error to report (EPIPE), not a silent death */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		fputs("lathist: missing verb (runq or bio); see lathist -h\n", stderr);
 		return LH_EXIT_USAGE;

@@ -82,14 +82,14 @@ int lh_pmu_parse(const char *list, struct lh_pmu_event *ev, char *bad, size_t ba
 		return -ENOMEM;
 	if (!copy[0] || copy[0] == ',' || copy[strlen(copy) - 1] == ',' || strstr(copy, ",,")) {
 		snprintf(bad, badlen, "%s", list ? list : "");
-		*why = "an empty name in the list";
+		*why = "an empty name; give names separated by single commas";
 		free(copy);
 		return -EINVAL;
 	}
 	for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		snprintf(bad, badlen, "%s", item);
 		if (n == LH_MAX_PMU) {
-			*why = "more than 8 counters";
+			*why = "one counter too many; give at most 8";
 			err = -EINVAL;
 			break;
 		}
@@ -98,7 +98,7 @@ int lh_pmu_parse(const char *list, struct lh_pmu_event *ev, char *bad, size_t ba
 			break;
 		for (int j = 0; j < n; j++)
 			if (ev[j].type == ev[n].type && ev[j].config == ev[n].config) {
-				*why = "given twice";
+				*why = "given twice; give each counter once";
 				err = -EINVAL;
 			}
 		if (err)
@@ -107,6 +107,11 @@ int lh_pmu_parse(const char *list, struct lh_pmu_event *ev, char *bad, size_t ba
 	}
 	free(copy);
 	return err ? err : n;
+}
+
+bool lh_pmu_unsupported(int err)
+{
+	return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL;
 }
 
 const char *lh_pmu_why(int err)

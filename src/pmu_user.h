@@ -32,6 +32,11 @@ struct lh_pmu_event {
 int lh_pmu_parse(const char *list, struct lh_pmu_event *ev, char *bad, size_t badlen,
 		 const char **why);
 
+/* Does perf_event_open's err mean this machine cannot count the event (as
+ * opposed to no permission or no file descriptors, which --counters-optional
+ * does not cover)? */
+bool lh_pmu_unsupported(int err);
+
 /* Why perf_event_open failed with err (positive errno), for one line to the user. */
 const char *lh_pmu_why(int err);
 

@@ -229,7 +229,7 @@ static void print_counters(FILE *f, const struct lh_report *r)
 {
 	const struct lh_pmu_meta *pm = &r->meta.pmu;
 
-	if (!pm->n)
+	if (!pm->n && !pm->nunsupported)
 		return;
 	fputs("\ncounters over on-CPU slices (raw = counted; estimate = raw x time_enabled / "
 	      "time_running,\nundefined when the counter never ran):\n", f);

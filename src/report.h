@@ -46,6 +46,7 @@ struct lh_hist_kind {
 enum lh_feature {
 	LH_FEAT_RECORDS = 1,	/* --slower-than */
 	LH_FEAT_ONCPU = 2,	/* runq --oncpu / --counters: on-CPU slices */
+	LH_FEAT_COUNTERS = 4,	/* runq --counters: counter reads */
 };
 
 /* The PMU counters of a run (runq --counters). */

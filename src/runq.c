@@ -125,7 +125,7 @@ static int parse_counters(struct runq_opts *o, const char *arg)
 	}
 	n = lh_pmu_parse(arg, o->pmu, bad, sizeof(bad), &why);
 	if (n < 0) {
-		lh_usage_error(TOOL, "--counters '%s': '%s' %s", arg, bad, why);
+		lh_usage_error(TOOL, "--counters: '%s': %s", bad, why);
 		return -EINVAL;
 	}
 	o->npmu = n;
@@ -263,6 +263,8 @@ static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
 	m->tool_bit = LH_TOOL_RUNQ;
 	if (o->oncpu)
 		m->features |= LH_FEAT_ONCPU;
+	if (o->npmu)
+		m->features |= LH_FEAT_COUNTERS;
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup_new", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "sched_switch", type };
@@ -508,6 +510,7 @@ static int open_counters(struct runq_ctx *x, struct lh_meta *m)
 {
 	struct runq_opts *o = x->o;
 	int n = o->npmu, kept = 0, failed = 0;
+	bool fatal = false;
 
 	x->ncpus = libbpf_num_possible_cpus();
 	x->pmu_fds = malloc((size_t)n * (size_t)x->ncpus * sizeof(int));
@@ -530,8 +533,13 @@ static int open_counters(struct runq_ctx *x, struct lh_meta *m)
 			continue;
 		}
 		failed++;
+		/* only "this machine cannot count it" is optional; no permission or no
+		 * file descriptors would fail the same way for every counter */
+		if (!lh_pmu_unsupported(o->pmu[i].err))
+			fatal = true;
 		fprintf(stderr, "lathist runq: counter '%s': %s (perf_event_open: %s)%s\n",
 			o->pmu[i].name, lh_pmu_why(o->pmu[i].err), strerror(o->pmu[i].err),
+			!lh_pmu_unsupported(o->pmu[i].err) ? "" :
 			o->pmu_optional ? "; going on without it" :
 			"; leave it out, or add --counters-optional");
 		snprintf(m->pmu.unsupported[m->pmu.nunsupported].name,
@@ -540,7 +548,7 @@ static int open_counters(struct runq_ctx *x, struct lh_meta *m)
 	}
 	o->npmu = kept;
 	m->pmu.n = kept;
-	if (failed && !o->pmu_optional) {
+	if (failed && (!o->pmu_optional || fatal)) {
 		lh_pmu_close(x->pmu_fds, kept, x->ncpus);
 		return -1;
 	}

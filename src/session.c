@@ -330,6 +330,8 @@ int lh_session_run(struct lh_session *s)
 		err = lh_emit(&s->report, c);
 		if (err && !write_err)
 			write_err = err;
+		if (err == -EPIPE)	/* nobody reads the report any more: end the run */
+			return err;
 		err = append_series(s);
 		if (err && !write_err)
 			write_err = err;

@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "bpfcommon.h"
 #include "tool.h"
 #include "util.h"
+
+#define LH_MIN_NOFILE 64
 
 static char *render(const struct lh_report *r, const struct lh_common_opts *o, size_t *len)
 {
@@ -116,6 +119,31 @@ void lh_bad_option(const char *tool, int opt, char **argv)
 
 bool lh_stdout_closed;
 
+/*
+ * Every map, program, link and perf event is a file descriptor: raise the
+ * soft RLIMIT_NOFILE to the hard one, and say so plainly when even that is
+ * too few (the kernel's EMFILE would otherwise surface as a load failure).
+ */
+static int raise_nofile(const char *tool)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < LH_MIN_NOFILE) {
+		fprintf(stderr, "lathist %s: only %llu file descriptors allowed (ulimit -n); "
+			"BPF maps, programs and perf events need at least %d plus one per counter "
+			"and CPU: raise ulimit -n\n", tool, (unsigned long long)rl.rlim_cur,
+			LH_MIN_NOFILE);
+		return -1;
+	}
+	return 0;
+}
+
 int lh_preflight(const char *tool, const struct lh_common_opts *o)
 {
 	bool to_stdout = !o->output || !strcmp(o->output, "-");
@@ -131,6 +159,8 @@ int lh_preflight(const char *tool, const struct lh_common_opts *o)
 		return -EBADF;
 	}
 
+	if (raise_nofile(tool))
+		return -EMFILE;
 	err = lh_check_privileges(msg, sizeof(msg));
 	if (!err)
 		err = lh_check_btf(msg, sizeof(msg));

@@ -102,10 +102,10 @@ def test_unsupported_counter():
 
 
 def test_counter_options_bad_input():
-    for args, text in ((["--counters", "cycles,bogus"], "'bogus' not a known event"),
+    for args, text in ((["--counters", "cycles,bogus"], "'bogus': not a known event"),
                        (["--counters", "cycles,cycles"], "given twice"),
                        (["--counters", ""], "empty name"),
-                       (["--counters", "r1,r2,r3,r4,r5,r6,r7,r8,r9"], "more than 8"),
+                       (["--counters", "r1,r2,r3,r4,r5,r6,r7,r8,r9"], "at most 8"),
                        (["--counters-optional"], "needs --counters")):
         rc, out, err = run("runq", "-d", "0.2", *args)
         check(rc == 2 and text in err and len(err.strip().splitlines()) == 1,

@@ -69,7 +69,7 @@ static void test_parse(void **state)
 	assert_int_equal(lh_pmu_parse("rxyz", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_string_equal(bad, "rxyz");
 	assert_int_equal(lh_pmu_parse("cycles,cpu-cycles", ev, bad, sizeof(bad), &why), -EINVAL);
-	assert_string_equal(why, "given twice");
+	assert_string_equal(why, "given twice; give each counter once");
 	assert_int_equal(lh_pmu_parse("cycles,,instructions", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_int_equal(lh_pmu_parse("", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_int_equal(lh_pmu_parse("cycles,", ev, bad, sizeof(bad), &why), -EINVAL);
