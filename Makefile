@@ -15,12 +15,12 @@ OUT := build
 
 TOOLS := runq bio
 LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/render_csv.c src/render_openmetrics.c src/session.c \
-	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c src/pmu.c src/report_cmd.c src/heatmap.c
+	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c src/pmu.c src/report_cmd.c src/heatmap.c src/anonymize.c
 TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
 
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -I$(OUT)
-LIBS := $(shell pkg-config --libs libbpf json-c 2>/dev/null || echo -lbpf -ljson-c) -lelf -lz -lm
+LIBS := $(shell pkg-config --libs libbpf json-c libcrypto 2>/dev/null || echo -lbpf -ljson-c -lcrypto) -lelf -lz -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall \
 	-Wno-unused-function
 

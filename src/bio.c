@@ -341,6 +341,7 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 			 size_t len)
 {
 	struct lh_session *s = ctx;
+	struct bio_record anon;
 	const struct bio_record *r = data;
 	double u = (double)s->report.meta.scheme.unit_ns;
 	char comm[65], disk[32], queue[32], device[32];
@@ -348,6 +349,12 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 
 	if (size < sizeof(*r) || r->type != LH_REC_BIO)
 		return 0;
+	if (s->c->anonymize) {
+		anon = *r;
+		anon.pid = lh_anon_id(&s->anon, r->pid);
+		lh_anon_comm(&s->anon, anon.comm, sizeof(anon.comm));
+		r = &anon;
+	}
 	op = op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
 	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
 	if (r->dev)

@@ -40,6 +40,7 @@ const char lh_common_help[] =
 	"                         there, on stderr otherwise\n"
 	"      --series FILE      with -i: also append every interval to FILE as a JSON\n"
 	"                         line (for lathist report, --heatmap)\n"
+	"      --anonymize        pids, tids and task names as stable salted hashes\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
 	"  -h, --help             this help\n";
 
@@ -375,6 +376,9 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			return -EINVAL;
 		}
 		o->events_path = arg;
+		return 0;
+	case LH_OPT_ANONYMIZE:
+		o->anonymize = true;
 		return 0;
 	case LH_OPT_SERIES:
 		if (o->series_path) {

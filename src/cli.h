@@ -38,6 +38,7 @@ struct lh_common_opts {
 	bool ringbuf_set;		/* --ringbuf-size given */
 	const char *events_path;	/* --events FILE: records as JSON lines */
 	const char *series_path;	/* --series FILE: every interval as a JSON line */
+	bool anonymize;			/* --anonymize: hashed pids, tids and task names */
 	uint32_t consumer_delay_us;	/* test only: sleep per record consumed */
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
@@ -54,6 +55,7 @@ enum {
 	LH_OPT_CONSUMER_DELAY,
 	LH_OPT_KERNEL_WAKEUP,
 	LH_OPT_SERIES,
+	LH_OPT_ANONYMIZE,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -76,7 +78,8 @@ enum {
 	{ "events", required_argument, NULL, LH_OPT_EVENTS },          \
 	{ "test-consumer-delay-us", required_argument, NULL, LH_OPT_CONSUMER_DELAY }, \
 	{ "test-kernel-wakeup", no_argument, NULL, LH_OPT_KERNEL_WAKEUP }, \
-	{ "series", required_argument, NULL, LH_OPT_SERIES }
+	{ "series", required_argument, NULL, LH_OPT_SERIES },          \
+	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE }
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
 void lh_common_defaults(struct lh_common_opts *o);

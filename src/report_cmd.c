@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 #include "bio_cli.h"
 #include "cli.h"
+#include "anonymize.h"
 #include "heatmap.h"
 #include "report.h"
 #include "runq_cli.h"
@@ -25,7 +26,7 @@
 #define TOOL "report"
 #define MAX_FILE_BYTES (512ULL << 20)	/* refuse larger inputs */
 
-enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST };
+enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE };
 
 static const char report_help[] =
 	"Usage: lathist report [-f text|json|csv|openmetrics] [-o FILE] [--heatmap SVG\n"
@@ -38,6 +39,7 @@ static const char report_help[] =
 	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency slot\n"
 	"                         y, colour = count): needs interval documents (-i)\n"
 	"      --heatmap-hist NAME  which histogram to draw (default: the first, e.g. wakeup)\n"
+	"      --anonymize        pids, tids and task names as stable salted hashes\n"
 	"  -h, --help             this help\n";
 
 /* What the merged documents have in common, and strings the report points at. */
@@ -511,6 +513,7 @@ int report_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "heatmap", required_argument, NULL, OPT_HEATMAP },
 		{ "heatmap-hist", required_argument, NULL, OPT_HEATMAP_HIST },
+		{ "anonymize", no_argument, NULL, OPT_ANONYMIZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -541,6 +544,9 @@ int report_main(int argc, char **argv)
 			break;
 		case OPT_HEATMAP_HIST:
 			m.heat_hist = optarg;
+			break;
+		case OPT_ANONYMIZE:
+			c.anonymize = true;
 			break;
 		case 'h':
 			fputs(report_help, stdout);
@@ -588,6 +594,15 @@ int report_main(int argc, char **argv)
 	m.r.meta.duration_ns = m.last_end - m.first_start;
 	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
 	lh_report_sort(&m.r);
+	if (c.anonymize) {
+		struct lh_anon anon;
+
+		if (lh_anon_init(&anon, TOOL)) {
+			rc = LH_EXIT_RUNTIME;
+			goto out;
+		}
+		lh_anon_report(&anon, &m.r);
+	}
 	if (lh_emit(&m.r, &c))
 		rc = LH_EXIT_RUNTIME;
 	if (heatmap) {

@@ -580,12 +580,22 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 			 size_t len)
 {
 	struct lh_session *s = ctx;
+	struct runq_record anon;
 	const struct runq_record *r = data;
 	char comm[65], prev[65];
 	const char *kind;
 
 	if (size < sizeof(*r) || r->type != LH_REC_RUNQ)
 		return 0;
+	if (s->c->anonymize) {
+		anon = *r;
+		anon.pid = lh_anon_id(&s->anon, r->pid);
+		anon.tid = lh_anon_id(&s->anon, r->tid);
+		anon.prev_tid = lh_anon_id(&s->anon, r->prev_tid);
+		lh_anon_comm(&s->anon, anon.comm, sizeof(anon.comm));
+		lh_anon_comm(&s->anon, anon.prev_comm, sizeof(anon.prev_comm));
+		r = &anon;
+	}
 	kind = r->kind == RUNQ_PREEMPT ? "preempt" : "wakeup";
 	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
 	lh_printable(r->prev_comm, sizeof(r->prev_comm), prev, sizeof(prev));

@@ -143,6 +143,13 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 	if (!s->percpu_buf)
 		return -ENOMEM;
 	record_maps(s);
+	if (s->c->anonymize) {
+		int err = lh_anon_init(&s->anon, s->report.meta.tool);
+
+		if (err)
+			return err;
+		lh_anon_filters(&s->anon, &s->report.meta);
+	}
 	if (s->c->slower_than_ns != UINT64_MAX)
 		return open_records(s);
 	return 0;
@@ -226,6 +233,8 @@ static int collect(struct lh_session *s, bool last)
 		err = s->read_hists(s, old);
 	if (!err)
 		lh_report_sort(&s->report);
+	if (!err && s->c->anonymize)
+		lh_anon_report(&s->anon, &s->report);
 	if (!err && s->c->interval_ns)
 		update_trend(s);
 	return err;

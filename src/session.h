@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "anonymize.h"
 #include "recorder.h"
 #include "report.h"
 
@@ -37,6 +38,7 @@ struct lh_session {
 	void *tool;			/* the tool's own context */
 	struct lh_recorder recorder;	/* records, when --slower-than is given */
 	bool records_failed;		/* writing the records failed (exit 1) */
+	struct lh_anon anon;		/* --anonymize: the salt */
 	int series_fd;			/* --series FILE, opened at the first interval (-1) */
 	off_t series_bytes;		/* whole lines written to it */
 	int series_err;			/* its first write error, negative errno */

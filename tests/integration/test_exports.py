@@ -363,3 +363,50 @@ def test_report_reader_fuzz():
         tail = "\n".join(l for l in p.stderr.splitlines()
                          if not l.startswith("lathist report"))[-2000:]
         check(p.returncode == 0 and "Done" in p.stderr, f"fuzzer rc {p.returncode}:\n{tail}")
+
+
+def test_anonymize():
+    """--anonymize: no real pid, tid or task name left in the report or the records; the
+    same salt gives the same hashes (live and through report), another salt others; the
+    counts are untouched."""
+    env = dict(os.environ, LATHIST_ANON_SALT="test-salt-1")
+    with tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "e.json")
+        work = Workload("mix", CPU, 2, 0, 300)
+        pid = work.start()
+        p = subprocess.Popen([LATHIST, "runq", "-f", "json", "--per-thread", "-p", str(pid),
+                              "--anonymize", "--slower-than", "0", "--events", events],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        p.stderr.readline()	# Tracing ...
+        work.go()
+        rows = work.wait()
+        p.send_signal(2)
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 0, err)
+        tids = {r["tid"] for r in rows} | {pid}
+        text = out + open(events).read()
+        doc = json.loads(out)
+        check(doc["meta"]["filters"]["pid"] != pid, f"filter {doc['meta']['filters']}")
+        for h in doc["histograms"]:
+            check(h["key"]["tid"] not in tids and h["key"]["pid"] != pid and
+                  h["key"]["comm"].startswith("task-"), f"key {h['key']}")
+        check("runqwork" not in text, "a real task name is left")
+        hashed = {h["key"]["pid"] for h in doc["histograms"]}
+        check(hashed == {doc["meta"]["filters"]["pid"]}, f"pids {hashed}")
+        # the same salt through report gives the same hash of the same pid
+        saved = os.path.join(tmp, "plain.json")
+        _, plain = traced(Workload("mix", CPU, 1, 0, 100), "--per-thread")
+        with open(saved, "w") as f:
+            json.dump(plain, f)
+        outs = []
+        for salt in ("test-salt-1", "test-salt-1", "test-salt-2"):
+            q = subprocess.run([LATHIST, "report", "-f", "json", "--anonymize", saved],
+                               capture_output=True, text=True,
+                               env=dict(os.environ, LATHIST_ANON_SALT=salt))
+            check(q.returncode == 0, q.stderr)
+            outs.append(json.loads(q.stdout))
+        keys = [sorted((h["key"]["tid"], h["key"]["comm"]) for h in o["histograms"])
+                for o in outs]
+        check(keys[0] == keys[1] and keys[0] != keys[2], "hashes not stable per salt")
+        check(sorted(h["count"] for h in outs[0]["histograms"]) ==
+              sorted(h["count"] for h in plain["histograms"]), "counts changed")

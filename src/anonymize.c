@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include "anonymize.h"
+
+static int create_salt(struct lh_anon *a)
+{
+	int fd, err = 0;
+
+	if (mkdir("/var/lib/lathist", 0700) && errno != EEXIST)
+		return -errno;
+	if (getrandom(a->salt, 32, 0) != 32)
+		return -EIO;
+	/* O_EXCL: two first runs at once must not each keep a different salt */
+	fd = open(LH_ANON_SALT_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, a->salt, 32) != 32 || fsync(fd))
+		err = -EIO;
+	close(fd);
+	if (err)
+		unlink(LH_ANON_SALT_FILE);
+	a->salt_len = 32;
+	return err;
+}
+
+int lh_anon_init(struct lh_anon *a, const char *tool)
+{
+	const char *env = getenv("LATHIST_ANON_SALT");
+	ssize_t n;
+	int fd, err;
+
+	memset(a, 0, sizeof(*a));
+	if (env && *env) {
+		a->salt_len = (unsigned int)strnlen(env, sizeof(a->salt));
+		memcpy(a->salt, env, a->salt_len);
+		return 0;
+	}
+	fd = open(LH_ANON_SALT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		err = create_salt(a);
+		if (err != -EEXIST)
+			goto done;
+		fd = open(LH_ANON_SALT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		err = -errno;
+		goto done;
+	}
+	n = read(fd, a->salt, sizeof(a->salt));
+	close(fd);
+	err = n < 16 ? -EINVAL : 0;
+	a->salt_len = n > 0 ? (unsigned int)n : 0;
+done:
+	if (err)
+		fprintf(stderr, "lathist %s: --anonymize: cannot use the salt %s: %s; set "
+			"LATHIST_ANON_SALT to a secret instead\n", tool, LH_ANON_SALT_FILE,
+			err == -EINVAL ? "shorter than 16 bytes" : strerror(-err));
+	return err;
+}
+
+static void mac(const struct lh_anon *a, const char *what, const void *data, size_t len,
+		unsigned char out[32])
+{
+	unsigned char msg[96];
+	unsigned int outlen = 32;
+	size_t wl = strlen(what);
+
+	if (wl + len > sizeof(msg))
+		len = sizeof(msg) - wl;
+	memcpy(msg, what, wl);
+	memcpy(msg + wl, data, len);
+	HMAC(EVP_sha256(), a->salt, (int)a->salt_len, msg, wl + len, out, &outlen);
+}
+
+uint32_t lh_anon_id(const struct lh_anon *a, uint32_t id)
+{
+	unsigned char h[32];
+	uint32_t v;
+
+	if (!id)
+		return 0;
+	mac(a, "id:", &id, sizeof(id), h);
+	memcpy(&v, h, sizeof(v));
+	v &= 0x7fffffff;
+	return v ? v : 1;
+}
+
+void lh_anon_comm(const struct lh_anon *a, char *comm, size_t len)
+{
+	unsigned char h[32];
+	char out[16];
+
+	if (!comm[0])
+		return;
+	mac(a, "comm:", comm, strnlen(comm, len), h);
+	snprintf(out, sizeof(out), "task-%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4]);
+	memset(comm, 0, len);
+	memcpy(comm, out, strlen(out) < len ? strlen(out) : len - 1);
+}
+
+static void anon_key(const struct lh_anon *a, struct lh_key *k)
+{
+	if (k->fields & LH_KEY_PID)
+		k->pid = lh_anon_id(a, k->pid);
+	if (k->fields & LH_KEY_TID)
+		k->tid = lh_anon_id(a, k->tid);
+	if (k->fields & LH_KEY_COMM)
+		lh_anon_comm(a, k->comm, sizeof(k->comm));
+}
+
+void lh_anon_report(const struct lh_anon *a, struct lh_report *r)
+{
+	for (size_t i = 0; i < r->nhists; i++)
+		anon_key(a, &r->hists[i].key);
+	for (size_t i = 0; i < r->npmu; i++)
+		anon_key(a, &r->pmu[i].key);
+	lh_report_sort(r);
+}
+
+void lh_anon_filters(const struct lh_anon *a, struct lh_meta *m)
+{
+	for (int i = 0; i < m->nfilters; i++) {
+		struct lh_filter *f = &m->filters[i];
+
+		if (!strcmp(f->name, "pid") || !strcmp(f->name, "tid"))
+			snprintf(f->value, sizeof(f->value), "%u",
+				 lh_anon_id(a, (uint32_t)strtoul(f->value, NULL, 10)));
+	}
+}

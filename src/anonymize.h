@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --anonymize: task names and ids replaced by stable salted hashes
+ * (HMAC-SHA256, OpenSSL), so a report can leave the team without naming its
+ * processes. The same salt gives the same hash on every run and host: the salt
+ * is $LATHIST_ANON_SALT when set (share it to compare hosts), else a random
+ * 32-byte secret kept in /var/lib/lathist/anon-salt (created 0600 on first
+ * use). Task start times (start_ns) stay, so reused ids stay apart.
+ */
+#ifndef LATHIST_ANONYMIZE_H
+#define LATHIST_ANONYMIZE_H
+
+#include <stdint.h>
+#include "report.h"
+
+#define LH_ANON_SALT_FILE "/var/lib/lathist/anon-salt"
+
+struct lh_anon {
+	unsigned char salt[64];
+	unsigned int salt_len;
+};
+
+/* Load (or create) the salt. Negative errno with a one-line message naming tool. */
+int lh_anon_init(struct lh_anon *a, const char *tool);
+
+/* A pid or tid as a stable hash in 1..2^31-1 (0 stays 0: idle, or none). */
+uint32_t lh_anon_id(const struct lh_anon *a, uint32_t id);
+
+/* A task name (up to len bytes, NUL-padded) as "task-" and 10 hex digits, in place. */
+void lh_anon_comm(const struct lh_anon *a, char *comm, size_t len);
+
+/* Every pid, tid and task name of r's histogram keys and counter rows; sorts r again. */
+void lh_anon_report(const struct lh_anon *a, struct lh_report *r);
+
+/* The -p/-t filter values of m (once per run: they stay across intervals). */
+void lh_anon_filters(const struct lh_anon *a, struct lh_meta *m);
+
+#endif /* LATHIST_ANONYMIZE_H */
