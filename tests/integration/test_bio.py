@@ -250,6 +250,6 @@ def test_full_maps_are_losses():
     # the device was idle before: every request whose insert failed at creation ends
     # either unpaired or, recorded at issue when the entry freed up, without queue stage
     check(loss["start_map_full"] == loss["unpaired_before_trace"] + loss["no_queue_stage"] and
-          loss["paired"] + loss["unpaired_before_trace"] == 2 * (READS + WRITES) ==
-          loss["events"], f"requests: {loss}")
+          loss["paired"] + loss["unpaired_before_trace"] + loss["merged"] ==
+          2 * (READS + WRITES) == loss["events"] + loss["merged"], f"requests: {loss}")
     check(docs[1]["bias"]["flag"], "a full request map is not flagged")
