@@ -253,6 +253,30 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 	return -EINVAL;
 }
 
+/*
+ * A file lathist streams into as it runs (--events, --series): given once, and
+ * writable later (see lh_output_check); "-" is stdout where dash_ok.
+ */
+static int stream_file(const char **path, const char *opt, const char *arg, bool dash_ok,
+		       const char *tool)
+{
+	int err;
+
+	if (*path) {
+		lh_usage_error(tool, "%s given twice; give one file", opt);
+		return -EINVAL;
+	}
+	err = dash_ok && !strcmp(arg, "-") ? 0 : lh_output_check(arg);
+	if (err) {
+		lh_usage_error(tool, "%s '%s': cannot be written (%s); give a regular file in a "
+			       "writable folder", opt, arg, err == -ELOOP ? "a symbolic link" :
+			       err == -EINVAL ? "not a regular file" : strerror(-err));
+		return -EINVAL;
+	}
+	*path = arg;
+	return 0;
+}
+
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)
 {
 	int err;
@@ -363,38 +387,12 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->ringbuf_set = true;
 		return 0;
 	case LH_OPT_EVENTS:
-		if (o->events_path) {
-			lh_usage_error(tool, "--events given twice; give one file");
-			return -EINVAL;
-		}
-		err = strcmp(arg, "-") ? lh_output_check(arg) : 0;	/* - is stdout */
-		if (err) {
-			lh_usage_error(tool, "--events '%s': cannot be written (%s); give a regular "
-				       "file in a writable folder", arg,
-				       err == -ELOOP ? "a symbolic link" :
-				       err == -EINVAL ? "not a regular file" : strerror(-err));
-			return -EINVAL;
-		}
-		o->events_path = arg;
-		return 0;
+		return stream_file(&o->events_path, "--events", arg, true, tool);
 	case LH_OPT_ANONYMIZE:
 		o->anonymize = true;
 		return 0;
 	case LH_OPT_SERIES:
-		if (o->series_path) {
-			lh_usage_error(tool, "--series given twice; give one file");
-			return -EINVAL;
-		}
-		err = lh_output_check(arg);
-		if (err) {
-			lh_usage_error(tool, "--series '%s': cannot be written (%s); give a regular "
-				       "file in a writable folder", arg,
-				       err == -ELOOP ? "a symbolic link" :
-				       err == -EINVAL ? "not a regular file" : strerror(-err));
-			return -EINVAL;
-		}
-		o->series_path = arg;
-		return 0;
+		return stream_file(&o->series_path, "--series", arg, false, tool);
 	case LH_OPT_KERNEL_WAKEUP:
 		o->kernel_wakeup = true;
 		return 0;
