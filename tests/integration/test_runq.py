@@ -273,9 +273,11 @@ def test_interval_loses_nothing():
     for d in docs:
         for tid, t in by_id(per_task(d)).items():
             total[tid] = total.get(tid, 0) + t["count"]
+    # fewer than pcount only where the intervals reported as many losses (a per-thread
+    # key is created anew each interval, and the kernel's allocator can refuse one)
+    budget = LossBudget({"loss": {"lost": sum(d["loss"]["lost"] for d in docs)}})
     for r in rows:
-        check(0 <= total.get(r["tid"], 0) - r["pcount"] <= COUNT_SLACK,
-              f"tid {r['tid']}: intervals add to {total.get(r['tid'], 0)}, pcount {r['pcount']}")
+        budget.check(total.get(r["tid"], 0), r["pcount"], f"tid {r['tid']} (intervals)")
     events = sum(d["loss"]["events"] for d in docs)
     paired = sum(d["loss"]["paired"] for d in docs)
     hists = sum(h["count"] for d in docs for h in d["histograms"])
