@@ -92,7 +92,8 @@ def test_csv_reads_back_as_json():
             counts[int(r["tid"])] = counts.get(int(r["tid"]), 0) + int(r["count"])
         for r in rows:
             got = counts.get(r["tid"], 0)
-            check(r["pcount"] - 2 <= got <= r["pcount"] + COUNT_SLACK,
+            # CSV has no loss table: allow the rare missed switch (see LossBudget)
+            check(r["pcount"] - max(3, r["pcount"] // 100) <= got <= r["pcount"] + COUNT_SLACK,
                   f"tid {r['tid']}: CSV {got} waits, pcount {r['pcount']}")
 
 
