@@ -17,6 +17,7 @@ static const char usage[] =
 	"  runq      runqueue latency: wakeup latency and preemption wait\n"
 	"  bio       block I/O latency: queue and device time, per process, disk, op\n"
 	"  report    read saved JSON, merge runs by addition, print any format, heatmap\n"
+	"  doctor    can lathist run here? privileges, BTF, tracepoints, perf events\n"
 	"\n"
 	"lathist VERB -h shows a verb's options. lathist --version prints the version.\n"
 	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
 		return bio_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "doctor"))
+		return doctor_main(argc - 1, argv + 1);
 	if (argv[1][0] == '-')
 		fprintf(stderr, "lathist: '%s' before the verb; options go after it, e.g. "
 			"lathist runq %s\n", argv[1], argv[1]);

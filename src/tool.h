@@ -19,6 +19,8 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
  * fuzz target: parse and merge every document in buf, render each format to
  * /dev/null; 0 or a negative errno (bad input said on stderr). */
 int report_main(int argc, char **argv);
+/* lathist doctor (src/doctor.c): what can run here, read-only. */
+int doctor_main(int argc, char **argv);
 int lh_report_parse_buffer(const char *buf, size_t len);
 
 /* Set by main when the process started with standard output closed. */

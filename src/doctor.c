@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lathist doctor: can runq and bio run here, and if not, why? Read-only: it
+ * loads no program, enables no tracing and changes no sysctl. One line per
+ * check (ok / missing / denied / info), with the consequence and the fix;
+ * -f json for machines. Exit 0 when runq and bio can run, 1 otherwise.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/magic.h>
+#include <linux/perf_event.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <bpf/libbpf.h>
+#include <json-c/json.h>
+#include "bpfcommon.h"
+#include "cli.h"
+#include "pmu_user.h"
+#include "tool.h"
+
+#define TOOL "doctor"
+
+enum status { ST_OK, ST_INFO, ST_MISSING, ST_DENIED };
+static const char *const status_names[] = { "ok", "info", "missing", "denied" };
+
+struct doctor {
+	bool json;
+	json_object *checks;
+	bool runq_ok, bio_ok;
+};
+
+/* One check: its status, what was found, and (when not ok) what follows and the fix. */
+static void say(struct doctor *d, const char *name, enum status st, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (d->json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "check", json_object_new_string(name));
+		json_object_object_add(o, "status", json_object_new_string(status_names[st]));
+		json_object_object_add(o, "detail", json_object_new_string(msg));
+		json_object_array_add(d->checks, o);
+		return;
+	}
+	printf("%-8s %-22s %s\n", status_names[st], name, msg);
+}
+
+static long read_long(const char *path, long dflt)
+{
+	FILE *f = fopen(path, "r");
+	long v = dflt;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = dflt;
+		fclose(f);
+	}
+	return v;
+}
+
+static void check_caps(struct doctor *d)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct c[2] = {};
+	char msg[256];
+	bool admin, bpf, perfmon;
+
+	if (syscall(SYS_capget, &hdr, c)) {
+		say(d, "capabilities", ST_DENIED, "cannot read them: %s", strerror(errno));
+		d->runq_ok = d->bio_ok = false;
+		return;
+	}
+#define HAS(cap) (c[(cap) / 32].effective & (1U << ((cap) % 32)))
+	admin = HAS(CAP_SYS_ADMIN);
+	bpf = HAS(CAP_BPF);
+	perfmon = HAS(CAP_PERFMON);
+#undef HAS
+	if (lh_check_privileges(msg, sizeof(msg))) {
+		say(d, "capabilities", ST_DENIED, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s: "
+		    "lathist %s", bpf ? "yes" : "no", perfmon ? "yes" : "no", admin ? "yes" : "no",
+		    msg);
+		d->runq_ok = d->bio_ok = false;
+	} else {
+		say(d, "capabilities", ST_OK, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s",
+		    bpf ? "yes" : "no", perfmon ? "yes" : "no", admin ? "yes" : "no");
+	}
+}
+
+static void check_btf(struct doctor *d)
+{
+	char msg[256];
+
+	if (lh_check_btf(msg, sizeof(msg))) {
+		say(d, "btf", ST_MISSING, "%s; no lathist verb can run", msg);
+		d->runq_ok = d->bio_ok = false;
+	} else {
+		say(d, "btf", ST_OK, "/sys/kernel/btf/vmlinux: CO-RE relocations and tp_btf work");
+	}
+}
+
+static void check_tracefs(struct doctor *d)
+{
+	struct statfs s;
+	bool mounted = !statfs("/sys/kernel/tracing", &s) && s.f_type == TRACEFS_MAGIC;
+
+	say(d, "tracefs", mounted ? ST_OK : ST_INFO, mounted ?
+	    "mounted at /sys/kernel/tracing (not needed: tp_btf and raw_tp attach without it)" :
+	    "not mounted at /sys/kernel/tracing: not needed, tp_btf and raw_tp attach without "
+	    "it (mount -t tracefs nodev /sys/kernel/tracing for other tools)");
+}
+
+static void check_sysctls(struct doctor *d)
+{
+	long paranoid = read_long("/proc/sys/kernel/perf_event_paranoid", -100);
+	long unpriv = read_long("/proc/sys/kernel/unprivileged_bpf_disabled", -100);
+	long stats = read_long("/proc/sys/kernel/bpf_stats_enabled", -100);
+	char lock[128] = "";
+	FILE *f = fopen("/sys/kernel/security/lockdown", "r");
+
+	say(d, "perf_event_paranoid", ST_INFO, "%ld (CAP_PERFMON or root is not limited by it)",
+	    paranoid);
+	say(d, "unprivileged_bpf", ST_INFO, "unprivileged_bpf_disabled %ld (lathist needs "
+	    "CAP_BPF or root either way)", unpriv);
+	say(d, "bpf_stats_enabled", ST_INFO, "%ld%s", stats, stats == 1 ?
+	    " (every BPF program run costs ~60 ns more while it is 1)" : "");
+	if (f) {
+		if (!fgets(lock, sizeof(lock), f))
+			lock[0] = 0;
+		fclose(f);
+		lock[strcspn(lock, "\n")] = 0;
+	}
+	if (strstr(lock, "[confidentiality]")) {
+		say(d, "lockdown", ST_DENIED, "%s: the kernel refuses BPF reads of kernel memory; "
+		    "lathist cannot run (boot with lockdown=integrity or none)", lock);
+		d->runq_ok = d->bio_ok = false;
+	} else {
+		say(d, "lockdown", ST_OK, "%s", lock[0] ? lock : "no lockdown LSM");
+	}
+}
+
+/* Tracepoints: in BTF (tp_btf, and raw_tp with its argument count) or not. */
+static void check_tracepoints(struct doctor *d)
+{
+	static const struct { const char *tp; int tool; bool needed; const char *why; } tps[] = {
+		{ "sched_wakeup", 1, true, "runq: wakeups" },
+		{ "sched_wakeup_new", 1, true, "runq: new tasks' first wakeup" },
+		{ "sched_switch", 1, true, "runq: switches (waits end, preemptions start)" },
+		{ "sched_process_exit", 1, false, "runq: stale starts of exiting tasks" },
+		{ "block_io_start", 2, false, "bio: request creation (6.5+; else block_rq_insert)" },
+		{ "block_rq_insert", 2, false, "bio: request creation before 6.5" },
+		{ "block_rq_issue", 2, true, "bio: requests reaching the driver" },
+		{ "block_rq_complete", 2, true, "bio: completions" },
+		{ "block_rq_merge", 2, false, "bio: merged requests (else seen as reuse)" },
+	};
+	bool created = false;
+
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		int n = lh_tp_nargs(tps[i].tp);
+		char name[40];
+
+		snprintf(name, sizeof(name), "tp %s", tps[i].tp);
+		if (n >= 0) {
+			say(d, name, ST_OK, "tp_btf and raw_tp, %d arguments (%s)", n, tps[i].why);
+			if (tps[i].tool == 2 && (!strcmp(tps[i].tp, "block_io_start") ||
+						 !strcmp(tps[i].tp, "block_rq_insert")))
+				created = true;
+			continue;
+		}
+		say(d, name, tps[i].needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF (%s)%s",
+		    tps[i].why, tps[i].needed ? ": cannot run" : "");
+		if (tps[i].needed && tps[i].tool == 1)
+			d->runq_ok = false;
+		if (tps[i].needed && tps[i].tool == 2)
+			d->bio_ok = false;
+	}
+	if (!created)
+		say(d, "bio queue stage", ST_INFO, "neither block_io_start nor block_rq_insert: bio "
+		    "measures device time only");
+}
+
+static void check_maps(struct doctor *d)
+{
+	if (lh_probe_tp_btf_task_storage())
+		say(d, "task storage", ST_OK, "BPF task storage: runq pairs on tp_btf (default)");
+	else
+		say(d, "task storage", ST_INFO, "no BPF task storage (5.11+): runq uses raw_tp with "
+		    "a pid-keyed map (--max-tasks)");
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1)
+		say(d, "ring buffer", ST_OK, "BPF ring buffer: --slower-than records work");
+	else
+		say(d, "ring buffer", ST_MISSING, "no BPF ring buffer (5.8+): --slower-than cannot "
+		    "run; histograms still do");
+}
+
+/* Which perf events can be opened on CPU 0 (each opened and closed at once). */
+static void check_perf(struct doctor *d)
+{
+	static const char *const evs[] = { "cycles", "instructions", "cache-misses",
+					   "cpu-clock", "page-faults" };
+
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+		struct lh_pmu_event ev;
+		const char *why;
+		char bad[32], name[40];
+		int fd;
+
+		if (lh_pmu_parse(evs[i], &ev, bad, sizeof(bad), &why) != 1)
+			continue;
+		snprintf(name, sizeof(name), "counter %s", evs[i]);
+		if (lh_pmu_open(&ev, 1, 1, &fd) == 1) {
+			close(fd);
+			say(d, name, ST_OK, "can be counted (--counters %s)", evs[i]);
+		} else {
+			say(d, name, lh_pmu_unsupported(ev.err) ? ST_MISSING : ST_DENIED, "%s "
+			    "(perf_event_open: %s)", lh_pmu_why(ev.err), strerror(ev.err));
+		}
+	}
+}
+
+int doctor_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct doctor d = { .runq_ok = true, .bio_ok = true };
+	struct utsname u;
+	int opt;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			if (!strcmp(optarg, "json")) {
+				d.json = true;
+			} else if (strcmp(optarg, "text")) {
+				lh_usage_error(TOOL, "-f '%s': unknown format; use text or json", optarg);
+				return LH_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			printf("Usage: lathist doctor [-f text|json]\n"
+			       "Can lathist run here? Checks privileges, BTF, tracepoints, BPF map types\n"
+			       "and perf events without enabling any tracing. Exit 0 when runq and bio\n"
+			       "can run, 1 otherwise.\n");
+			return LH_EXIT_OK;
+		default:
+			lh_bad_option(TOOL, opt, argv);
+			return LH_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist doctor -h", argv[optind]);
+		return LH_EXIT_USAGE;
+	}
+	lh_libbpf_setup(false);
+	if (d.json)
+		d.checks = json_object_new_array();
+	uname(&u);
+	say(&d, "kernel", ST_INFO, "%s %s", u.release, u.machine);
+	check_caps(&d);
+	check_btf(&d);
+	check_tracefs(&d);
+	check_sysctls(&d);
+	if (!access("/sys/kernel/btf/vmlinux", R_OK))
+		check_tracepoints(&d);
+	check_maps(&d);
+	check_perf(&d);
+	if (d.json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "schema", json_object_new_string("lathist-doctor/1"));
+		json_object_object_add(o, "runq", json_object_new_boolean(d.runq_ok));
+		json_object_object_add(o, "bio", json_object_new_boolean(d.bio_ok));
+		json_object_object_add(o, "checks", d.checks);
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						    JSON_C_TO_STRING_SPACED |
+						    JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		printf("\nrunq: %s\nbio:  %s\n", d.runq_ok ? "can run" : "cannot run (see above)",
+		       d.bio_ok ? "can run" : "cannot run (see above)");
+	}
+	if (fflush(stdout)) {
+		fprintf(stderr, "lathist doctor: cannot write to standard output: %s\n",
+			strerror(errno));
+		return LH_EXIT_RUNTIME;
+	}
+	return d.runq_ok && d.bio_ok ? LH_EXIT_OK : LH_EXIT_RUNTIME;
+}
