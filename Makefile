@@ -12,6 +12,8 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
 OUT := build
+# Debian's python3, where the test packages (python3-jsonschema, ...) install
+PYTHON ?= /usr/bin/python3
 
 TOOLS := runq bio
 LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/render_csv.c src/render_openmetrics.c src/session.c \
@@ -97,7 +99,7 @@ integration: lathist $(WORKLOADS)
 
 check: deps test-deps
 	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS) $(OUT)/fuzz/report_fuzz
-	python3 tests/run.py
+	$(PYTHON) tests/run.py
 
 # ---- maintenance ----
 vmlinux:
@@ -118,10 +120,10 @@ $(OUT)/bench/empty: bench/empty.c $(OUT)/bench/empty.skel.h
 bench: deps
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty
-	python3 bench/runq_overhead.py
-	python3 bench/bio_overhead.py
-	python3 bench/records_overhead.py
-	python3 bench/counters_overhead.py
+	$(PYTHON) bench/runq_overhead.py
+	$(PYTHON) bench/bio_overhead.py
+	$(PYTHON) bench/records_overhead.py
+	$(PYTHON) bench/counters_overhead.py
 
 clean:
 	rm -rf $(OUT) lathist

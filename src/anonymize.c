@@ -39,7 +39,12 @@ int lh_anon_init(struct lh_anon *a, const char *tool)
 	int fd, err;
 
 	memset(a, 0, sizeof(*a));
-	if (env && *env) {
+	if (env && !*env) {
+		fprintf(stderr, "lathist %s: --anonymize: LATHIST_ANON_SALT is set but empty; set "
+			"it to a secret (or unset it to use %s)\n", tool, LH_ANON_SALT_FILE);
+		return -EINVAL;
+	}
+	if (env) {
 		a->salt_len = (unsigned int)strnlen(env, sizeof(a->salt));
 		memcpy(a->salt, env, a->salt_len);
 		return 0;
@@ -109,6 +114,18 @@ void lh_anon_comm(const struct lh_anon *a, char *comm, size_t len)
 
 static void anon_key(const struct lh_anon *a, struct lh_key *k)
 {
+	/* a start time next to a pid is a fingerprint: hash the pair, so that reused
+	 * ids stay apart without telling when the task started */
+	if (k->fields & (LH_KEY_PID | LH_KEY_TID)) {
+		uint32_t ids[2] = { k->pid, k->tid };
+		unsigned char buf[16], h[32];
+
+		memcpy(buf, ids, 8);
+		memcpy(buf + 8, &k->birth_ns, 8);
+		mac(a, "start:", buf, sizeof(buf), h);
+		memcpy(&k->birth_ns, h, 8);
+		k->birth_ns &= (1ULL << 53) - 1;	/* exact in JSON readers using doubles */
+	}
 	if (k->fields & LH_KEY_PID)
 		k->pid = lh_anon_id(a, k->pid);
 	if (k->fields & LH_KEY_TID)

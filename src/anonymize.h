@@ -5,7 +5,8 @@
  * processes. The same salt gives the same hash on every run and host: the salt
  * is $LATHIST_ANON_SALT when set (share it to compare hosts), else a random
  * 32-byte secret kept in /var/lib/lathist/anon-salt (created 0600 on first
- * use). Task start times (start_ns) stay, so reused ids stay apart.
+ * use). A key's start time (start_ns) becomes a hash of (pid, tid, start_ns):
+ * reused ids stay apart without telling when a task started.
  */
 #ifndef LATHIST_ANONYMIZE_H
 #define LATHIST_ANONYMIZE_H

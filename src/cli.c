@@ -24,8 +24,9 @@ const char lh_common_help[] =
 	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or\n"
 	"                         relative to the cgroup2 mount)\n"
 	"                         (-p and --cgroup: in bio, the task that submitted the I/O)\n"
-	"  -f, --format FMT       text (default), json (schema lathist/1), csv or\n"
-	"                         openmetrics (Prometheus text exposition)\n"
+	"  -f, --format FMT       text (default), json (schema lathist/1), csv,\n"
+	"                         openmetrics (OpenMetrics 1.0) or prometheus (text format\n"
+	"                         0.0.4, for node_exporter's textfile collector)\n"
 	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
 	"                         owner) instead of stdout; - is stdout\n"
 	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
@@ -325,9 +326,11 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			o->format = LH_FMT_CSV;
 		} else if (!strcmp(arg, "openmetrics")) {
 			o->format = LH_FMT_OPENMETRICS;
+		} else if (!strcmp(arg, "prometheus")) {
+			o->format = LH_FMT_PROMETHEUS;
 		} else {
-			lh_usage_error(tool, "-f '%s': unknown format; use text, json, csv or "
-				       "openmetrics", arg);
+			lh_usage_error(tool, "-f '%s': unknown format; use text, json, csv, "
+				       "openmetrics or prometheus", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -392,6 +395,11 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->anonymize = true;
 		return 0;
 	case LH_OPT_SERIES:
+		if (!strcmp(arg, "-")) {
+			lh_usage_error(tool, "--series '-': give a file (on stdout, -f json with -i "
+				       "already writes one line per interval)");
+			return -EINVAL;
+		}
 		return stream_file(&o->series_path, "--series", arg, false, tool);
 	case LH_OPT_KERNEL_WAKEUP:
 		o->kernel_wakeup = true;
@@ -407,9 +415,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	}
 }
 
-/* Do two paths name one file: the same existing inode, or the same name in the
- * same folder once the folders are resolved (a file not created yet)? */
-static bool same_file(const char *a, const char *b)
+bool lh_same_file(const char *a, const char *b)
 {
 	char *ca = strdup(a), *cb = strdup(b), *ra = NULL, *rb = NULL;
 	struct stat x, y;
@@ -446,8 +452,8 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool)
 		lh_usage_error(tool, "--series needs -i (it keeps every interval)");
 		return -EINVAL;
 	}
-	if (o->series_path && ((o->output && same_file(o->series_path, o->output)) ||
-			       (o->events_path && same_file(o->series_path, o->events_path)))) {
+	if (o->series_path && ((o->output && lh_same_file(o->series_path, o->output)) ||
+			       (o->events_path && lh_same_file(o->series_path, o->events_path)))) {
 		lh_usage_error(tool, "--series names the same file as -o or --events; give "
 			       "another file");
 		return -EINVAL;
@@ -462,7 +468,7 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool)
 			       "report a file with -o FILE");
 		return -EINVAL;
 	}
-	if (o->events_path && o->output && same_file(o->events_path, o->output)) {
+	if (o->events_path && o->output && lh_same_file(o->events_path, o->output)) {
 		lh_usage_error(tool, "--events and -o name the same file '%s'; give two files",
 			       o->events_path);
 		return -EINVAL;

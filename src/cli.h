@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum lh_format { LH_FMT_TEXT, LH_FMT_JSON, LH_FMT_CSV, LH_FMT_OPENMETRICS };
+enum lh_format { LH_FMT_TEXT, LH_FMT_JSON, LH_FMT_CSV, LH_FMT_OPENMETRICS, LH_FMT_PROMETHEUS };
 enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP };
 
 /* Exit statuses of every verb. */
@@ -39,6 +39,7 @@ struct lh_common_opts {
 	const char *events_path;	/* --events FILE: records as JSON lines */
 	const char *series_path;	/* --series FILE: every interval as a JSON line */
 	bool anonymize;			/* --anonymize: hashed pids, tids and task names */
+	const char *verb;		/* for messages when not the report's tool (report) */
 	uint32_t consumer_delay_us;	/* test only: sleep per record consumed */
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
@@ -97,6 +98,10 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
  * (zero) or -ERANGE (over 1 GiB).
  */
 int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
+
+/* Do two paths name one file: the same existing inode, or the same name in the
+ * same folder once the folders are resolved (a file not created yet)? */
+bool lh_same_file(const char *a, const char *b);
 
 /* Checks across options once all are parsed (e.g. -i within -d); -EINVAL after printing. */
 int lh_common_finish(struct lh_common_opts *o, const char *tool);

@@ -60,7 +60,7 @@ void lh_heatmap_add(struct lh_heatmap *h, int col, const struct lh_hist *hist)
 static void colour(char *buf, size_t len, uint64_t n, uint64_t max)
 {
 	static const double stops[][3] = {
-		{ 255, 255, 204 }, { 254, 217, 118 }, { 253, 141, 60 }, { 227, 26, 28 },
+		{ 254, 224, 130 }, { 254, 178, 76 }, { 253, 141, 60 }, { 227, 26, 28 },
 		{ 128, 0, 38 },
 	};
 	double t, x;
@@ -70,7 +70,8 @@ static void colour(char *buf, size_t len, uint64_t n, uint64_t max)
 		snprintf(buf, len, "#f7f7f7");
 		return;
 	}
-	t = max > 1 ? log1p((double)n) / log1p((double)max) : 1.0;
+	/* 1 event already stands out from the grey of none */
+	t = max > 1 ? log((double)n) / log((double)max) : 1.0;
 	x = t * 4.0;
 	i = x >= 4.0 ? 3 : (int)x;
 	x -= i;
@@ -80,17 +81,27 @@ static void colour(char *buf, size_t len, uint64_t n, uint64_t max)
 		 (int)(stops[i][2] + (stops[i + 1][2] - stops[i][2]) * x));
 }
 
-/* A bound in the unit, compact: 1024 -> "1024", 1048576 -> "1.05M". */
+/* A bound in the unit, compact: 512 -> "512", 16384 -> "16k", 1048576 -> "1.05M". */
 static void label(char *buf, size_t len, uint64_t v)
 {
 	if (v == UINT64_MAX)
 		snprintf(buf, len, "inf");
-	else if (v >= 10000000)
-		snprintf(buf, len, "%.3gM", (double)v / 1e6);
-	else if (v >= 100000)
-		snprintf(buf, len, "%.3gk", (double)v / 1e3);
-	else
+	else if (v < 10000)
 		snprintf(buf, len, "%" PRIu64, v);
+	else if (v < 1000000)
+		snprintf(buf, len, "%.0fk", (double)v / 1e3);
+	else if (v < 1000000000)
+		snprintf(buf, len, "%.3gM", (double)v / 1e6);
+	else
+		snprintf(buf, len, "%.3gG", (double)v / 1e9);
+}
+
+/* A round tick step (1, 2 or 5 x 10^k) giving about n ticks over span. */
+static double nice_step(double span, int n)
+{
+	double raw = span / n, p = pow(10, floor(log10(raw))), f = raw / p;
+
+	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
 }
 
 int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
@@ -117,7 +128,7 @@ int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct 
 					max = h->cols[c].counts[s];
 			}
 	if (lo < 0)
-		lo = hi = 0;
+		return -EDOM;	/* nothing to draw */
 	nrows = hi - lo + 1;
 	t0 = h->cols[0].start_ns;
 	t1 = h->cols[h->ncols - 1].start_ns + h->cols[h->ncols - 1].dur_ns;
@@ -145,10 +156,15 @@ int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct 
 		for (int r = 0; r < nrows; r++) {
 			uint64_t n = k->counts ? k->counts[lo + r] : 0;
 
+			char lo_l[32], hi_l[32];
+
 			colour(col, sizeof(col), n, max);
+			label(lo_l, sizeof(lo_l), lh_slot_lo((uint32_t)(lo + r), meta->scheme.precision));
+			label(hi_l, sizeof(hi_l), lh_slot_hi((uint32_t)(lo + r), meta->scheme.precision));
 			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-				"fill=\"%s\"><title>%" PRIu64 "</title></rect>\n", x,
-				T + ph - (r + 1) * rh, cw, rh, col, n);
+				"fill=\"%s\"><title>%" PRIu64 " events in (%s, %s] %s at %.3f s"
+				"</title></rect>\n", x, T + ph - (r + 1) * rh, cw, rh, col, n, lo_l,
+				hi_l, meta->unit, (double)(k->start_ns - t0) / 1e9);
 		}
 	}
 	fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
@@ -164,17 +180,18 @@ int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct 
 	fprintf(f, "<text transform=\"translate(18,%.0f) rotate(-90)\" text-anchor=\"middle\">"
 		"latency slot (%s, upper bound)</text>\n", T + ph / 2, meta->unit);
 	/* x axis: seconds since the first interval began */
-	for (int i = 0; i <= 8; i++) {
-		double s = (double)(t1 - t0) / 1e9 * i / 8;
+	{
+		double span = (double)(t1 - t0) / 1e9, step = nice_step(span, 8);
 
-		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.3g</text>\n",
-			L + pw * i / 8, T + ph + 18, s);
+		for (double s = 0; s <= span * 1.0001; s += step)
+			fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+				L + pw * s / span, T + ph + 18, s);
 	}
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">time since the first "
 		"interval (s), %d intervals</text>\n", L + pw / 2, H - 16, h->ncols);
 	/* legend */
 	for (int i = 0; i < 5; i++) {
-		uint64_t n = i ? (uint64_t)llround(expm1(log1p((double)max) * i / 4.0)) : 0;
+		uint64_t n = i ? (uint64_t)llround(exp(log((double)(max ? max : 1)) * (i - 1) / 3.0)) : 0;
 
 		colour(col, sizeof(col), n, max);
 		fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"18\" height=\"18\" fill=\"%s\" "

@@ -21,7 +21,7 @@ void lh_heatmap_add(struct lh_heatmap *h, int col, const struct lh_hist *hist);
 /*
  * Write the SVG (atomically, never through a symlink) for histogram `name`,
  * labelled with meta's tool, unit and slot scheme. -EDOM with fewer than two
- * columns; other negative errno from writing.
+ * columns or no event at all; other negative errno from writing.
  */
 int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
 		     const char *name);

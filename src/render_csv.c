@@ -30,7 +30,7 @@ void lh_render_csv(FILE *f, const struct lh_report *r, bool with_header)
 		fputs("tool,interval_index,start_realtime_ns,duration_ns,histogram,", f);
 		for (int i = 0; i < LH_MAX_KEY_FIELDS; i++)
 			fprintf(f, "%s,", lh_key_field_names[i]);
-		fputs("lo_ns,hi_ns,count,hist_count,hist_sum_ns,hist_max_ns\r\n", f);
+		fputs("lo_ns,hi_ns,count,hist_count,hist_sum_ns,hist_max_ns,hist_bytes\r\n", f);
 	}
 	for (size_t h = 0; h < r->nhists; h++) {
 		const struct lh_hist *hist = &r->hists[h];
@@ -61,8 +61,11 @@ void lh_render_csv(FILE *f, const struct lh_report *r, bool with_header)
 				buf[0] = 0;
 			else
 				snprintf(buf, sizeof(buf), "%" PRIu64, hi * u);
-			fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\r\n", buf,
+			fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", buf,
 				hist->slots[s], hist->count, hist->sum_ns, hist->max_ns);
+			if (m->has_bytes)	/* bio: the histogram's bytes; runq: empty */
+				fprintf(f, "%" PRIu64, hist->bytes);
+			fputs("\r\n", f);
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Prometheus text exposition / OpenMetrics renderer. Names (stable, in README):
+ * OpenMetrics and Prometheus text renderer. Names (stable, in docs/schema.md):
  *   lathist_<tool>_latency_seconds{kind|stage=...,<key labels>}   histogram
  *   lathist_runq_oncpu_seconds{<key labels>}                      histogram (--oncpu)
  *   lathist_bio_bytes_total{<key labels>}                         counter
@@ -98,22 +98,30 @@ static void hist_series(FILE *f, const char *family, const char *lname, const st
 	fprintf(f, " %" PRIu64 "\n", h->count);
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *unit,
+/* HELP/TYPE (and, in OpenMetrics, UNIT) of a family. A counter's samples end in
+ * _total: OpenMetrics names the family without it, the Prometheus text format with it. */
+static void family(FILE *f, bool strict, const char *name, const char *type, const char *unit,
 		   const char *help)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-	if (unit)
-		fprintf(f, "# UNIT %s %s\n", name, unit);
+	char fam[128];
+	size_t n = strlen(name);
+
+	snprintf(fam, sizeof(fam), "%s", name);
+	if (strict && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
+		fam[n - 6] = 0;
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam, help, fam, type);
+	if (unit && strict)
+		fprintf(f, "# UNIT %s %s\n", fam, unit);
 }
 
-void lh_render_openmetrics(FILE *f, const struct lh_report *r)
+void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 {
 	const struct lh_meta *m = &r->meta;
 	bool bio = !strcmp(m->tool, "bio");
 	char name[96];
 
 	snprintf(name, sizeof(name), "lathist_%s_latency_seconds", m->tool);
-	family(f, name, "histogram", "seconds", bio ?
+	family(f, strict, name, "histogram", "seconds", bio ?
 	       "Block I/O latency per request by stage: queue (created to issued), device "
 	       "(issued to completed), total; buckets hold lo < v <= le." :
 	       "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
@@ -122,14 +130,14 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r)
 		if (strcmp(r->hists[i].name, "oncpu"))
 			hist_series(f, name, bio ? "stage" : "kind", &r->hists[i], m);
 	if (m->features & LH_FEAT_ONCPU) {
-		family(f, "lathist_runq_oncpu_seconds", "histogram", "seconds",
+		family(f, strict, "lathist_runq_oncpu_seconds", "histogram", "seconds",
 		       "On-CPU slices, switch-in to switch-out.");
 		for (size_t i = 0; i < r->nhists; i++)
 			if (!strcmp(r->hists[i].name, "oncpu"))
 				hist_series(f, "lathist_runq_oncpu_seconds", NULL, &r->hists[i], m);
 	}
 	if (bio) {
-		family(f, "lathist_bio_bytes_total", "counter", NULL,
+		family(f, strict, "lathist_bio_bytes_total", "counter", NULL,
 		       "Bytes of the requests completed (taken at issue).");
 		for (size_t i = 0; i < r->nhists; i++)
 			if (!strcmp(r->hists[i].name, "total")) {
@@ -141,7 +149,7 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r)
 	for (int loss = 0; loss <= 1; loss++) {
 		snprintf(name, sizeof(name), "lathist_%s_%s_total", m->tool,
 			 loss ? "losses" : "events");
-		family(f, name, "counter", NULL, loss ?
+		family(f, strict, name, "counter", NULL, loss ?
 		       "Events kept out of the histograms (or records, or counter sums), by loss "
 		       "class; any non-zero class flags the distribution." :
 		       "Events seen, paired and otherwise classified (not losses), by class.");
@@ -155,13 +163,13 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r)
 		}
 	}
 	snprintf(name, sizeof(name), "lathist_%s_duration_seconds", m->tool);
-	family(f, name, "gauge", "seconds", "Time this aggregate covers.");
+	family(f, strict, name, "gauge", "seconds", "Time this aggregate covers.");
 	fprintf(f, "%s ", name);
 	seconds(f, m->duration_ns);
 	snprintf(name, sizeof(name), "lathist_%s_info", m->tool);
 	fputc('\n', f);
-	family(f, name, "gauge", NULL, "Measurement metadata (value always 1).");
-	fprintf(f, "%s{version=\"%s\",kernel=\"", name, LATHIST_VERSION);
+	family(f, strict, name, "gauge", NULL, "Measurement metadata (value always 1).");
+	fprintf(f, "%s{version=\"%s\",kernel=\"", name, LATHIST_VERSION);	/* no per-interval label */
 	label_value(f, m->kernel);
 	fprintf(f, "\",clock=\"%s\",grouping=\"%s\",unit=\"%s\",precision=\"%u\"", m->clock,
 		m->grouping, m->unit, m->scheme.precision);
@@ -172,5 +180,7 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r)
 		label_value(f, m->filters[i].value);
 		fputc('"', f);
 	}
-	fprintf(f, ",interval_index=\"%u\"} 1\n# EOF\n", m->interval_index);
+	fputs("} 1\n", f);
+	if (strict)
+		fputs("# EOF\n", f);
 }

@@ -166,3 +166,42 @@ int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS])
 #undef KV
 	return n;
 }
+
+int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
+{
+	for (size_t i = 0; i < src->nhists; i++) {
+		const struct lh_hist *h = &src->hists[i];
+		struct lh_hist *d = NULL;
+
+		for (size_t j = 0; j < dst->nhists && !d; j++)
+			if (!strcmp(dst->hists[j].name, h->name) &&
+			    !memcmp(&dst->hists[j].key, &h->key, sizeof(h->key)))
+				d = &dst->hists[j];
+		if (!d && !(d = lh_report_add_hist(dst, h->name, &h->key)))
+			return -ENOMEM;
+		if (lh_hist_merge(d, h))
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < src->npmu; i++) {
+		const struct lh_pmu_row *w = &src->pmu[i];
+		struct lh_pmu_row *d = NULL;
+
+		for (size_t j = 0; j < dst->npmu && !d; j++)
+			if (dst->pmu[j].event == w->event &&
+			    !memcmp(&dst->pmu[j].key, &w->key, sizeof(w->key)))
+				d = &dst->pmu[j];
+		if (!d && !(d = lh_report_add_pmu(dst, &w->key, w->event)))
+			return -ENOMEM;
+		d->raw = lh_add_sat(d->raw, w->raw);
+		d->enabled_ns = lh_add_sat(d->enabled_ns, w->enabled_ns);
+		d->running_ns = lh_add_sat(d->running_ns, w->running_ns);
+		d->slices = lh_add_sat(d->slices, w->slices);
+		d->multiplexed = lh_add_sat(d->multiplexed, w->multiplexed);
+		d->read_failed = lh_add_sat(d->read_failed, w->read_failed);
+		d->oncpu_ns = lh_add_sat(d->oncpu_ns, w->oncpu_ns);
+	}
+	for (int i = 0; i < LH_NR_COUNTERS; i++)
+		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
+	lh_report_sort(dst);
+	return 0;
+}

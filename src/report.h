@@ -118,6 +118,13 @@ struct lh_report {
 	size_t npmu, pmu_cap;
 };
 
+/*
+ * dst += src: histograms with the same name and key add slot by slot (others
+ * are appended), counter rows and loss counters add. For cumulative exports
+ * (Prometheus counters never go down). -ENOMEM, -EINVAL on a scheme mismatch.
+ */
+int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src);
+
 /* Append a zeroed counter row for key and event; NULL on ENOMEM. */
 struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *key, int event);
 
@@ -168,12 +175,14 @@ char *lh_render_json(const struct lh_report *r, bool compact);
 void lh_render_csv(FILE *f, const struct lh_report *r, bool with_header);
 
 /*
- * Prometheus text exposition (the format node_exporter's textfile collector
- * and promtool read; OpenMetrics-compatible names): histograms with
- * cumulative, upper-inclusive le buckets in seconds, _sum, _count; counters as
- * _total; an _info gauge with the metadata; ends with "# EOF".
+ * Metrics exposition: histograms with cumulative, upper-inclusive le buckets
+ * in seconds, _sum, _count; counters as _total; an _info gauge with the
+ * metadata. strict: OpenMetrics 1.0 (counter families named without _total,
+ * # UNIT, ends with # EOF); else the Prometheus text format 0.0.4 that
+ * node_exporter's textfile collector and promtool read (families named as
+ * their samples, no # UNIT or # EOF).
  */
-void lh_render_openmetrics(FILE *f, const struct lh_report *r);
+void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict);
 
 /*
  * Render a JSON object as one line ending in '\n' into buf and release the

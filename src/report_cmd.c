@@ -20,6 +20,7 @@
 #include "heatmap.h"
 #include "report.h"
 #include "runq_cli.h"
+#include "session.h"
 #include "tool.h"
 #include "util.h"
 
@@ -29,12 +30,12 @@
 enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE };
 
 static const char report_help[] =
-	"Usage: lathist report [-f text|json|csv|openmetrics] [-o FILE] [--heatmap SVG\n"
+	"Usage: lathist report [-f text|json|csv|openmetrics|prometheus] [-o FILE] [--heatmap SVG\n"
 	"                      [--heatmap-hist NAME]] FILE...\n"
 	"Read saved lathist JSON (-f json output: a document, or JSON lines of intervals),\n"
 	"merge every document of the same tool and slot scheme by exact addition (hosts,\n"
 	"intervals), and print the result; - reads standard input.\n"
-	"  -f, --format FMT       text (default), json, csv or openmetrics\n"
+	"  -f, --format FMT       text (default), json, csv, openmetrics or prometheus\n"
 	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
 	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency slot\n"
 	"                         y, colour = count): needs interval documents (-i)\n"
@@ -54,7 +55,10 @@ struct merge {
 	int line;			/* document number in it */
 	struct lh_heatmap *heat;	/* --heatmap: one column per document */
 	const char *heat_hist;
-	bool pmu_dropped;
+	bool pmu_dropped, records_dropped;
+	char filters[512];		/* the first document's meta.filters, as JSON */
+	bool filters_mixed;
+	json_object *filters_obj;	/* a copy of them, applied at the end */
 };
 
 static int bad(struct merge *m, const char *fmt, ...)
@@ -183,6 +187,24 @@ static struct lh_hist *find_hist(struct lh_report *r, const char *name, const st
 	return lh_report_add_hist(r, name, k);
 }
 
+/* The tool's histogram names (runq: wakeup, preempt, oncpu; bio: queue, device, total). */
+static bool known_hist(const struct merge *m, const char *name)
+{
+	for (int i = 0; i < m->r.meta.nkinds; i++)
+		if (!strcmp(m->r.meta.kinds[i].name, name))
+			return true;
+	return false;
+}
+
+/* Index of the highest non-empty slot (0 when empty). */
+static uint32_t top_slot(const struct lh_hist *h)
+{
+	for (uint32_t i = h->nslots; i > 0; i--)
+		if (h->slots[i - 1])
+			return i - 1;
+	return 0;
+}
+
 static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
 	const struct lh_scheme *sc = &m->r.meta.scheme;
@@ -236,13 +258,30 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	tmp->sum_ns = sum;
 	tmp->max_ns = max;
 	tmp->bytes = bytes;
+	if (!known_hist(m, name)) {
+		lh_hist_free(tmp);
+		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
+	}
+	if (count && (max <= lh_slot_lo(top_slot(tmp), sc->precision) * sc->unit_ns && top_slot(tmp)) ) {
+		lh_hist_free(tmp);
+		return bad(m, "histogram %s: max_ns %" PRIu64 " is not in its highest slot", name, max);
+	}
+	if (count && lh_slot_hi(top_slot(tmp), sc->precision) != UINT64_MAX &&
+	    max > lh_slot_hi(top_slot(tmp), sc->precision) * sc->unit_ns) {
+		lh_hist_free(tmp);
+		return bad(m, "histogram %s: max_ns %" PRIu64 " is above its highest slot", name, max);
+	}
 	h = find_hist(&m->r, name, &key);
 	if (!h) {
 		lh_hist_free(tmp);
 		return -ENOMEM;
 	}
-	err = lh_hist_merge(h, tmp);
-	h->bytes = lh_add_sat(h->bytes, tmp->bytes);
+	if (h->count + tmp->count < h->count || h->sum_ns + tmp->sum_ns < h->sum_ns ||
+	    h->bytes + tmp->bytes < h->bytes) {
+		lh_hist_free(tmp);
+		return bad(m, "histogram %s: the sum of the inputs overflows 64 bits", name);
+	}
+	err = lh_hist_merge(h, tmp);	/* slots, count, sum, bytes add; max is the larger */
 	if (m->heat && !strcmp(name, m->heat_hist ? m->heat_hist : m->r.meta.kinds[0].name))
 		lh_heatmap_add(m->heat, m->ndocs - 1, tmp);
 	lh_hist_free(tmp);
@@ -288,7 +327,14 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	if (!attach)
 		return bad(m, "meta.attach is not an object");
 	json_object_object_foreach(attach, tp, type) {
-		if (mt->nattach == LH_MAX_ATTACH || !json_object_is_type(type, json_type_string))
+		const char *ty = json_object_is_type(type, json_type_string) ?
+				 json_object_get_string(type) : "";
+
+		if (!tp[0] || strlen(tp) >= sizeof(m->attach_tp[0]) ||
+		    strspn(tp, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(tp) ||
+		    (strcmp(ty, "tp_btf") && strcmp(ty, "raw_tp") && strcmp(ty, "tracepoint")))
+			return bad(m, "meta.attach: not a tracepoint name and attach type");
+		if (mt->nattach == LH_MAX_ATTACH)
 			break;
 		snprintf(m->attach_tp[mt->nattach], sizeof(m->attach_tp[0]), "%s", tp);
 		snprintf(m->attach_type[mt->nattach], sizeof(m->attach_type[0]), "%s",
@@ -298,6 +344,13 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 		mt->nattach++;
 	}
 	mt->ncpus = 0;
+	for (char *c = m->kernel; *c; c++)	/* printed in headers and labels */
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e || *c == '"' || *c == '\\')
+			*c = '?';
+	snprintf(mt->kernel, sizeof(mt->kernel), "%s", m->kernel);
+	for (char *c = m->grouping; *c; c++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz", *c))
+			return bad(m, "meta.grouping is not a grouping name");
 	m->have = true;
 	return 0;
 }
@@ -331,8 +384,37 @@ static int add_doc(struct merge *m, json_object *doc)
 		return bad(m, "slot scheme differs (precision %" PRIu64 ", %s) from the first "
 			   "document's (precision %u, %s): merge only runs with the same --precision "
 			   "and -u", p, unit, m->r.meta.scheme.precision, m->unit);
-	if (get_u64(meta, "start_realtime_ns", &start) || get_u64(meta, "duration_ns", &dur))
-		return bad(m, "meta.start_realtime_ns or meta.duration_ns is missing");
+	if (get_u64(meta, "start_realtime_ns", &start))
+		return bad(m, "meta.start_realtime_ns is not a number of ns");
+	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
+		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
+	{
+		char g[16];
+
+		if (get_str(meta, "grouping", g, sizeof(g)) || strcmp(g, m->grouping))
+			return bad(m, "grouping '%s' differs from the first document's '%s': merge "
+				   "runs with the same --per-* options", g, m->grouping);
+	}
+	{
+		json_object *f = get(meta, "filters", json_type_object);
+		const char *fs = f ? json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN) : "";
+
+		if (m->ndocs == 0) {
+			snprintf(m->filters, sizeof(m->filters), "%s", fs);
+			m->filters_obj = f ? json_object_get(f) : NULL;
+		} else if (strcmp(fs, m->filters)) {
+			m->filters_mixed = true;
+		}
+	}
+	if (!get(meta, "attach", json_type_object))
+		return bad(m, "meta.attach is not an object");
+	json_object_object_foreach(get(meta, "attach", json_type_object), tp, type) {
+		for (int i = 0; i < m->r.meta.nattach; i++)
+			if (!strcmp(m->attach_tp[i], tp) &&
+			    (!json_object_is_type(type, json_type_string) ||
+			     strcmp(m->attach_type[i], json_object_get_string(type))))
+				snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
+	}
 	if (!get_u64(meta, "ncpus", &ncpus) && ncpus > (uint64_t)m->r.meta.ncpus)
 		m->r.meta.ncpus = (int)(ncpus > 1 << 20 ? 1 << 20 : ncpus);
 	if (!m->first_start || start < m->first_start)
@@ -368,6 +450,8 @@ static int add_doc(struct merge *m, json_object *doc)
 	}
 	if (get(doc, "counters", json_type_array))
 		m->pmu_dropped = true;
+	if (get(doc, "records", json_type_object))
+		m->records_dropped = true;
 	return 0;
 }
 
@@ -496,11 +580,13 @@ int lh_report_parse_buffer(const char *buf, size_t len)
 		lh_report_sort(&m.r);
 		lh_render_text(devnull, &m.r);
 		lh_render_csv(devnull, &m.r, true);
-		lh_render_openmetrics(devnull, &m.r);
+		lh_render_openmetrics(devnull, &m.r, true);
+		lh_render_openmetrics(devnull, &m.r, false);
 		free(lh_render_json(&m.r, false));
 	}
 	if (devnull)
 		fclose(devnull);
+	json_object_put(m.filters_obj);
 	lh_heatmap_free(m.heat);
 	lh_report_clear(&m.r);
 	return err;
@@ -523,6 +609,7 @@ int report_main(int argc, char **argv)
 	int opt, err = 0, rc = LH_EXIT_OK;
 
 	lh_common_defaults(&c);
+	c.verb = TOOL;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
@@ -560,6 +647,12 @@ int report_main(int argc, char **argv)
 		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
 		return LH_EXIT_USAGE;
 	}
+	for (int i = optind; heatmap && i < argc; i++)
+		if (lh_same_file(heatmap, argv[i]) || (c.output && lh_same_file(heatmap, c.output))) {
+			lh_usage_error(TOOL, "--heatmap '%s' names an input or the -o file; give "
+				       "another file", heatmap);
+			return LH_EXIT_USAGE;
+		}
 	if (m.heat_hist && !heatmap) {
 		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
 		return LH_EXIT_USAGE;
@@ -587,9 +680,32 @@ int report_main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (heatmap && m.ndocs < 2) {
+		fprintf(stderr, "lathist report: --heatmap needs at least two documents (intervals: "
+			"run with -i and --series FILE)\n");
+		rc = LH_EXIT_RUNTIME;
+		goto out;
+	}
 	if (m.pmu_dropped)
 		fprintf(stderr, "lathist report: the inputs' counters (--counters) are not merged; "
 			"they are left out\n");
+	if (m.records_dropped)
+		fprintf(stderr, "lathist report: the inputs' record summaries (--slower-than) are "
+			"not merged; they are left out\n");
+	if (m.filters_mixed) {
+		lh_meta_add_filter(&m.r.meta, "mixed", false, "the inputs had different filters");
+	} else if (m.filters_obj) {
+		json_object_object_foreach(m.filters_obj, fname, fval) {
+			const char *v = json_object_get_string(fval);
+			static const char *const names[] = { "pid", "tid", "cpus", "cgroup", "disk" };
+
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+				if (!strcmp(fname, names[i]) && v)
+					lh_meta_add_filter(&m.r.meta, names[i],
+							   json_object_is_type(fval, json_type_int),
+							   "%s", v);
+		}
+	}
 	m.r.meta.start_realtime_ns = m.first_start;
 	m.r.meta.duration_ns = m.last_end - m.first_start;
 	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
@@ -611,12 +727,13 @@ int report_main(int argc, char **argv)
 		err = lh_heatmap_write(m.heat, heatmap, &m.r.meta, name);
 		if (err) {
 			fprintf(stderr, "lathist report: --heatmap %s: %s\n", heatmap,
-				err == -EDOM ? "needs at least two interval documents (run with -i "
-				"and --series FILE)" : strerror(-err));
+				err == -EDOM ? "the inputs have no events in that histogram" :
+				strerror(-err));
 			rc = LH_EXIT_RUNTIME;
 		}
 	}
 out:
+	json_object_put(m.filters_obj);
 	lh_heatmap_free(m.heat);
 	lh_report_clear(&m.r);
 	return rc;

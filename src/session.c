@@ -301,6 +301,13 @@ fail:
 	return s->series_err;
 }
 
+/* Interval mode into a metrics format: each file holds the totals since the start. */
+static bool metrics_cumulative(const struct lh_common_opts *c)
+{
+	return c->interval_ns &&
+	       (c->format == LH_FMT_OPENMETRICS || c->format == LH_FMT_PROMETHEUS);
+}
+
 int lh_session_run(struct lh_session *s)
 {
 	const struct lh_common_opts *c = s->c;
@@ -336,7 +343,16 @@ int lh_session_run(struct lh_session *s)
 		s->report.meta.duration_ns = now - begin;
 		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
 		/* a failed write is reported and tracing goes on; any makes the exit 1 */
-		err = lh_emit(&s->report, c);
+		if (metrics_cumulative(c)) {
+			/* Prometheus counters and histograms never go down: since the start */
+			err = lh_report_accumulate(&s->cum, &s->report);
+			s->cum.meta = s->report.meta;
+			s->cum.meta.start_realtime_ns = real;
+			s->cum.meta.duration_ns = now - start;
+			err = err ? err : lh_emit(&s->cum, c);
+		} else {
+			err = lh_emit(&s->report, c);
+		}
 		if (err && !write_err)
 			write_err = err;
 		if (err == -EPIPE)	/* nobody reads the report any more: end the run */
@@ -353,6 +369,7 @@ int lh_session_run(struct lh_session *s)
 void lh_session_free(struct lh_session *s)
 {
 	lh_report_clear(&s->report);
+	lh_report_clear(&s->cum);
 	free(s->percpu_buf);
 	s->percpu_buf = NULL;
 	lh_recorder_close(&s->recorder);

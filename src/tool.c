@@ -39,8 +39,8 @@ static char *render(const struct lh_report *r, const struct lh_common_opts *o, s
 		return NULL;
 	if (o->format == LH_FMT_CSV)	/* one header on stdout; each file has its own */
 		lh_render_csv(f, r, o->output || r->meta.interval_index <= 1);
-	else if (o->format == LH_FMT_OPENMETRICS)
-		lh_render_openmetrics(f, r);
+	else if (o->format == LH_FMT_OPENMETRICS || o->format == LH_FMT_PROMETHEUS)
+		lh_render_openmetrics(f, r, o->format == LH_FMT_OPENMETRICS);
 	else
 		lh_render_text(f, r);
 	if (fclose(f)) {
@@ -58,19 +58,19 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 
 	errno = 0;
 	if (!buf) {
-		fprintf(stderr, "lathist %s: out of memory rendering the report\n", r->meta.tool);
+		fprintf(stderr, "lathist %s: out of memory rendering the report\n", (o->verb ? o->verb : r->meta.tool));
 		return -ENOMEM;
 	}
 	if (o->output) {
 		err = lh_write_atomic(o->output, buf, len);
 		if (err)
 			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
-				"is unchanged)\n", r->meta.tool, o->output,
+				"is unchanged)\n", (o->verb ? o->verb : r->meta.tool), o->output,
 				err == -EINVAL ? "it is no longer a regular file" :
 				err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
 		err = errno ? -errno : -EIO;
-		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", r->meta.tool,
+		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", (o->verb ? o->verb : r->meta.tool),
 			strerror(-err));
 		clearerr(stdout);
 	}

@@ -49,7 +49,7 @@ static char *render(const struct lh_report *r, bool csv)
 	if (csv)
 		lh_render_csv(f, r, true);
 	else
-		lh_render_openmetrics(f, r);
+		lh_render_openmetrics(f, r, true);
 	fclose(f);
 	return buf;
 }
@@ -105,7 +105,7 @@ static void test_label_and_csv_escaping(void **state)
 	/* RFC 4180: quoted, quotes doubled; CRLF line ends */
 	assert_non_null(strstr(out, ",42,\"a,b\"\"c\\\\d\","));
 	assert_non_null(strstr(out, "\r\n"));
-	assert_non_null(strstr(out, ",4000,8000,1,1,5000,5000\r\n"));
+	assert_non_null(strstr(out, ",4000,8000,1,1,5000,5000,\r\n"));
 	free(out);
 	lh_report_clear(&r);
 }
