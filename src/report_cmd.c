@@ -220,9 +220,14 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	err = parse_key(m, get(jh, "key", json_type_object), &key);
 	if (err)
 		return err;
-	if (!slots || get_u64(jh, "count", &count) || get_u64(jh, "sum_ns", &sum) ||
-	    get_u64(jh, "max_ns", &max))
-		return bad(m, "histogram %s lacks slots, count, sum_ns or max_ns", name);
+	if (!slots)
+		return bad(m, "histogram %s: slots is missing or not a list", name);
+	if (get_u64(jh, "count", &count))
+		return bad(m, "histogram %s: count is not a whole number from 0 to 2^64-1", name);
+	if (get_u64(jh, "sum_ns", &sum))
+		return bad(m, "histogram %s: sum_ns is not a whole number from 0 to 2^64-1", name);
+	if (get_u64(jh, "max_ns", &max))
+		return bad(m, "histogram %s: max_ns is not a whole number from 0 to 2^64-1", name);
 	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
 		return bad(m, "histogram %s: bytes is not a number", name);
 	if (lh_hist_init(tmp, name, &key, sc))
@@ -442,7 +447,7 @@ static int add_doc(struct merge *m, json_object *doc)
 		if (!json_object_object_get_ex(loss, ci->name, NULL))
 			continue;
 		if (get_u64(loss, ci->name, &v))
-			return bad(m, "loss.%s is not a number", ci->name);
+			return bad(m, "loss.%s is not a whole number from 0 to 2^64-1", ci->name);
 		m->r.counters[i] = lh_add_sat(m->r.counters[i], v);
 		/* a counter the inputs carry is shown, whatever output it belongs to */
 		if (ci->needs)
@@ -624,7 +629,8 @@ int report_main(int argc, char **argv)
 			if (err) {
 				lh_usage_error(TOOL, "--heatmap '%s': cannot be written (%s); give an "
 					       "SVG file in a writable folder", optarg,
-					       err == -ELOOP ? "a symbolic link" : strerror(-err));
+					       err == -ELOOP ? "a symbolic link" :
+					       err == -EINVAL ? "not a regular file" : strerror(-err));
 				return LH_EXIT_USAGE;
 			}
 			heatmap = optarg;
