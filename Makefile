@@ -2,6 +2,7 @@
 #   make          build ./lathist (needs the Debian packages in scripts/deps.sh)
 #   make run      install missing packages, build, trace runqueue latency for 5 s
 #   make check    install missing packages, build, run every test
+#   make static   build/lathist-static: one statically linked binary for hosts with no packages
 #   make fuzz     run the report reader's fuzz target (FUZZ_SECONDS, default 300)
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
 #   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
@@ -31,7 +32,7 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h)
 
-.PHONY: all run check deps test-deps unit integration vmlinux bench clean fuzz
+.PHONY: all run check deps test-deps unit integration vmlinux bench clean fuzz static
 all: lathist
 
 deps:
@@ -53,6 +54,16 @@ $(OUT)/%.o: src/%.c $(HEADERS) $(SKELS) | $(OUT)
 
 lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+# One statically linked binary (the BPF objects are inside, in the skeletons) for hosts
+# with no packages: Debian's static libbpf, libelf, zlib, json-c and libcrypto. glibc warns
+# that libcrypto's unused dlopen/getaddrinfo paths would need the host's glibc at run time.
+static: $(OUT)/lathist-static
+$(OUT)/lathist-static: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
+	$(CC) $(CFLAGS) -static $^ -lbpf -lelf -lz -ljson-c -lcrypto -lm -o $@ 2>&1 | \
+		{ grep -v -e "statically linked applications requires at runtime" \
+			-e "in function \`" || true; }
+	@test -x $@
 
 run: deps
 	@$(MAKE) --no-print-directory lathist
@@ -98,7 +109,8 @@ unit: lathist $(UNIT_BINS)
 integration: lathist $(WORKLOADS)
 
 check: deps test-deps
-	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS) $(OUT)/fuzz/report_fuzz
+	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS) $(OUT)/fuzz/report_fuzz \
+		$(OUT)/lathist-static
 	$(PYTHON) tests/run.py
 
 # ---- maintenance ----

@@ -1,0 +1,50 @@
+"""make static: one binary that runs where no package is installed (an empty chroot with
+only /proc and /sys), and counts what the dynamic one counts."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from lh import ROOT, Workload, check
+from test_runq import CPU, LossBudget
+
+STATIC = os.path.join(ROOT, "build", "lathist-static")
+
+
+def test_static_binary_in_empty_chroot():
+    p = subprocess.run(["ldd", STATIC], capture_output=True, text=True)
+    check("not a dynamic executable" in p.stdout + p.stderr, f"ldd: {p.stdout}{p.stderr}")
+    root = tempfile.mkdtemp()
+    mounted = []
+    try:
+        for d in ("proc", "sys", "dev"):
+            os.makedirs(os.path.join(root, d))
+            subprocess.run(["mount", "--rbind", f"/{d}", os.path.join(root, d)], check=True)
+            mounted.append(os.path.join(root, d))
+        shutil.copy(STATIC, os.path.join(root, "lathist"))
+        os.makedirs(os.path.join(root, "tmp"))
+        work = Workload("mix", CPU, 2, 1, 500)
+        pid = work.start()
+        tool = subprocess.Popen(["chroot", root, "/lathist", "runq", "-f", "json", "-o",
+                                 "/tmp/out.json", "--per-thread", "-p", str(pid)],
+                                stderr=subprocess.PIPE, text=True)
+        line = tool.stderr.readline()
+        check(line.startswith("Tracing"), f"static lathist in a chroot said {line!r}")
+        work.go()
+        rows = work.wait()
+        tool.send_signal(2)
+        _, err = tool.communicate(timeout=60)
+        check(tool.returncode == 0, err)
+        with open(os.path.join(root, "tmp", "out.json")) as f:
+            doc = json.load(f)
+        counts = {}
+        for h in doc["histograms"]:
+            counts[h["key"]["tid"]] = counts.get(h["key"]["tid"], 0) + h["count"]
+        budget = LossBudget(doc)
+        for r in rows:
+            budget.check(counts.get(r["tid"], 0), r["pcount"], f"tid {r['tid']} (static)")
+    finally:
+        for m in reversed(mounted):
+            subprocess.run(["umount", "-R", m])
+        shutil.rmtree(root, ignore_errors=True)
