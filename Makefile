@@ -73,7 +73,8 @@ run: deps
 # ---- tests ----
 UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
-WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth
+WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth \
+	$(OUT)/tests/runqwork-static $(OUT)/tests/biowork-static
 
 $(OUT)/tests:
 	@mkdir -p $@
@@ -83,6 +84,10 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) $(TOOL_OBJS) $(HEADERS) | $
 
 $(OUT)/tests/%: tests/workload/%.c tests/workload/workload.h | $(OUT)/tests
 	$(CC) -O2 -g -Wall -Wextra -std=gnu11 -D_GNU_SOURCE $< -lpthread -o $@
+
+# static workloads for the kernel-matrix VMs
+$(OUT)/tests/%-static: tests/workload/%.c tests/workload/workload.h | $(OUT)/tests
+	$(CC) -static -O2 -Wall -Wextra -std=gnu11 -D_GNU_SOURCE $< -lpthread -o $@
 
 # BPF test helpers and the synthetic-request runner (C10)
 $(OUT)/tests/fakerq.bpf.o: tests/bpf/fakerq.bpf.c | $(OUT)/tests

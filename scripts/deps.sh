@@ -7,7 +7,7 @@ set -euo pipefail
 level=${1:-build}
 build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev libssl-dev)
 test_pkgs=(libcmocka-dev python3 util-linux procps python3-jsonschema python3-prometheus-client
-  librsvg2-bin)
+  librsvg2-bin qemu-system-x86 busybox-static cpio)
 # Unpacked (not installed) into build/tools for the export tests, so that no
 # Prometheus service is installed or started: promtool and node_exporter.
 tool_debs=(prometheus prometheus-node-exporter)
@@ -34,12 +34,39 @@ unpack_tools() {
   rm -rf "$tmp"
 }
 
+# Debian's own kernels for the kernel matrix (tests/integration/test_kernels.py): the newest
+# linux-image-6.1.0-N-amd64 and its PREEMPT_RT flavour, unpacked (vmlinuz, config, loop.ko)
+# into build/kernels/PACKAGE, never installed.
+fetch_kernels() {
+  local dir="build/kernels" flavour pkg tmp
+  [ "$(uname -m)" = x86_64 ] || return 0
+  for flavour in amd64 rt-amd64; do
+    pkg=$(apt-cache search --names-only "^linux-image-6\.1\.0-[0-9]+-${flavour}\$" 2>/dev/null |
+          awk '{print $1}' | sort -V | tail -1)
+    if [ -z "$pkg" ]; then
+      apt-get update -qq
+      pkg=$(apt-cache search --names-only "^linux-image-6\.1\.0-[0-9]+-${flavour}\$" |
+            awk '{print $1}' | sort -V | tail -1)
+    fi
+    [ -n "$pkg" ] || continue
+    [ -f "$dir/$pkg/.complete" ] && continue
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1)
+    rm -rf "${dir:?}/$pkg"
+    mkdir -p "$dir/$pkg"
+    dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$dir/$pkg" --wildcards \
+      './boot/vmlinuz-*' './boot/config-*' './lib/modules/*/kernel/drivers/block/loop.ko'
+    touch "$dir/$pkg/.complete"
+    rm -rf "$tmp"
+  done
+}
+
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  [ "$level" = build ] || unpack_tools
+  [ "$level" = build ] || { unpack_tools; fetch_kernels; }
   exit 0
 fi
 
@@ -53,4 +80,4 @@ if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-[ "$level" = build ] || unpack_tools
+[ "$level" = build ] || { unpack_tools; fetch_kernels; }
