@@ -27,7 +27,7 @@ unpack_tools() {
   tmp=$(mktemp -d)
   if ! (cd "$tmp" && apt-get download -qq "${tool_debs[@]}" >/dev/null 2>&1); then
     apt-get update -qq
-    (cd "$tmp" && apt-get download -qq "${tool_debs[@]}" >/dev/null)
+    (cd "$tmp" && apt-get download -qq "${tool_debs[@]}" >/dev/null 2>&1)
   fi
   mkdir -p "$dir"
   for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$dir"; done
@@ -51,7 +51,13 @@ fetch_kernels() {
     [ -n "$pkg" ] || continue
     [ -f "$dir/$pkg/.complete" ] && continue
     tmp=$(mktemp -d)
-    (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1)
+    if ! (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1); then
+      # an old package list names a version the mirror no longer has
+      apt-get update -qq
+      pkg=$(apt-cache search --names-only "^linux-image-6\.1\.0-[0-9]+-${flavour}\$" |
+            awk '{print $1}' | sort -V | tail -1)
+      (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1)
+    fi
     rm -rf "${dir:?}/$pkg"
     mkdir -p "$dir/$pkg"
     dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$dir/$pkg" --wildcards \
