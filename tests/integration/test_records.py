@@ -130,13 +130,13 @@ def test_records_match_the_histograms():
         check(rec["latency_ns"] > 1024000, f"record under the threshold: {rec}")
         check(rec["pid"] == pid and (rec["tid"] == pid or rec["tid"] in tids), f"{rec}")
         check(rec["prev_tid"] != rec["tid"], f"ran after itself: {rec}")
-        # a thread pins itself to CPU once it runs: at most its first wait is elsewhere
+        # a thread pins itself to CPU once it runs: only its first waits can be elsewhere
         if rec["tid"] in tids:	# the main thread is not pinned at all
             elsewhere += rec["cpu"] != CPU or rec["start_cpu"] != CPU
         n, mx = got.get((rec["tid"], rec["name"]), (0, 0))
         got[(rec["tid"], rec["name"])] = (n + 1, max(mx, rec["latency_ns"]))
     check(got == want, f"records {got} vs histograms {want}")
-    check(elsewhere <= len(tids), f"{elsewhere} records not on CPU {CPU}")
+    check(elsewhere <= 2 * len(tids), f"{elsewhere} records not on CPU {CPU}")
     check(doc["bias"]["records"] is False, f"bias {doc['bias']}")
 
 
