@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * lathist doctor: can runq and bio run here, and if not, why? Read-only: it
- * loads no program, enables no tracing and changes no sysctl. One line per
+ * loads none of lathist's programs, attaches nothing and changes no sysctl
+ * (libbpf's feature probes create test maps and a 2-instruction program). One line per
  * check (ok / missing / denied / info), with the consequence and the fix;
  * -f json for machines. Exit 0 when runq and bio can run, 1 otherwise.
  */
@@ -172,7 +173,8 @@ static void check_tracepoints(struct doctor *d)
 
 		snprintf(name, sizeof(name), "tp %s", tps[i].tp);
 		if (n >= 0) {
-			say(d, name, ST_OK, "tp_btf and raw_tp, %d arguments (%s)", n, tps[i].why);
+			say(d, name, ST_OK, "tp_btf and raw_tp, %d argument%s (%s)", n,
+			    n == 1 ? "" : "s", tps[i].why);
 			if (tps[i].tool == 2 && (!strcmp(tps[i].tp, "block_io_start") ||
 						 !strcmp(tps[i].tp, "block_rq_insert")))
 				created = true;
@@ -192,12 +194,29 @@ static void check_tracepoints(struct doctor *d)
 
 static void check_maps(struct doctor *d)
 {
-	if (lh_probe_tp_btf_task_storage())
+	char msg[256];
+	int ts, rb;
+
+	if (lh_check_privileges(msg, sizeof(msg))) {
+		/* the probes create test maps: without privilege they fail (libbpf then
+		 * says "unsupported"), which says nothing about the kernel */
+		say(d, "task storage", ST_DENIED, "cannot check without CAP_BPF");
+		say(d, "ring buffer", ST_DENIED, "cannot check without CAP_BPF");
+		return;
+	}
+	ts = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
+	rb = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+
+	if (ts < 0)
+		say(d, "task storage", ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-ts));
+	else if (ts == 1)
 		say(d, "task storage", ST_OK, "BPF task storage: runq pairs on tp_btf (default)");
 	else
 		say(d, "task storage", ST_INFO, "no BPF task storage (5.11+): runq uses raw_tp with "
 		    "a pid-keyed map (--max-tasks)");
-	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1)
+	if (rb < 0)
+		say(d, "ring buffer", ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-rb));
+	else if (rb == 1)
 		say(d, "ring buffer", ST_OK, "BPF ring buffer: --slower-than records work");
 	else
 		say(d, "ring buffer", ST_MISSING, "no BPF ring buffer (5.8+): --slower-than cannot "
@@ -266,6 +285,10 @@ int doctor_main(int argc, char **argv)
 	if (optind < argc) {
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist doctor -h", argv[optind]);
 		return LH_EXIT_USAGE;
+	}
+	if (lh_stdout_closed) {
+		fprintf(stderr, "lathist doctor: standard output is closed; run it with stdout open\n");
+		return LH_EXIT_RUNTIME;
 	}
 	lh_libbpf_setup(false);
 	if (d.json)

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 	/* a closed pipe is a write error to report (EPIPE), not a silent death */
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
-		fputs("lathist: missing verb (runq or bio); see lathist -h\n", stderr);
+		fputs("lathist: missing verb (runq, bio, report or doctor); see lathist -h\n", stderr);
 		return LH_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {

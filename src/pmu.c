@@ -124,8 +124,7 @@ const char *lh_pmu_why(int err)
 		       "VMs; software events such as cpu-clock or page-faults work everywhere)";
 	case EACCES:
 	case EPERM:
-		return "not allowed: run as root or with CAP_PERFMON, or lower "
-		       "/proc/sys/kernel/perf_event_paranoid";
+		return "not allowed: run as root or with CAP_PERFMON";
 	case EMFILE:
 	case ENFILE:
 		return "too many open files (one per counter and CPU): raise ulimit -n";

@@ -653,6 +653,15 @@ int report_main(int argc, char **argv)
 		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
 		return LH_EXIT_USAGE;
 	}
+	for (int i = optind; c.output && strcmp(c.output, "-") && i < argc; i++)
+		if (lh_same_file(c.output, argv[i])) {
+			lh_usage_error(TOOL, "-o '%s' is also an input; give another file", c.output);
+			return LH_EXIT_USAGE;
+		}
+	if (lh_stdout_closed && (!c.output || !strcmp(c.output, "-"))) {
+		fprintf(stderr, "lathist report: standard output is closed; give -o FILE\n");
+		return LH_EXIT_RUNTIME;
+	}
 	for (int i = optind; heatmap && i < argc; i++)
 		if (lh_same_file(heatmap, argv[i]) || (c.output && lh_same_file(heatmap, c.output))) {
 			lh_usage_error(TOOL, "--heatmap '%s' names an input or the -o file; give "
