@@ -332,6 +332,11 @@ def test_report_refuses_bad_files():
                   f"{name}: rc {rc}, stderr {err[:300]!r}")
         rc, out, err = report(os.path.join(tmp, "missing.json"))
         check(rc == 1 and "cannot read" in err, err)
+        good_path = os.path.join(tmp, "good.json")
+        with open(good_path, "w") as f:
+            f.write(text)
+        rc, out, err = report("-o", good_path, good_path)
+        check(rc == 2 and "is also an input" in err and open(good_path).read() == text, err)
         rc, out, err = report("-f", "yaml", path)
         check(rc == 2 and "-f 'yaml'" in err, err)
         rc, out, err = report()
