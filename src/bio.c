@@ -234,6 +234,8 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_map__set_value_size(s->maps.bio_hist, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
 	bpf_map__set_max_entries(s->maps.bio_hist, o->c.max_keys);
+	if (o->group & BIO_GROUP_PROCESS)	/* many keys, created in bursts */
+		lh_prealloc_if_small(s->maps.bio_hist, o->c.max_keys, value_size);
 	bpf_map__set_max_entries(s->maps.bio_requests, o->max_requests);
 
 	bpf_program__set_autoload(s->progs.bio_io_start_btf, btf && p->has_io_start);

@@ -138,3 +138,14 @@ uint64_t lh_map_memlock(int map_fd)
 	fclose(f);
 	return v;
 }
+
+bool lh_prealloc_if_small(struct bpf_map *map, uint32_t entries, size_t value_size)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t bytes = (uint64_t)entries * lh_percpu_stride(value_size) * (uint64_t)(ncpus > 0 ? ncpus : 1);
+
+	if (bytes > LH_PREALLOC_MAX)
+		return false;
+	bpf_map__set_map_flags(map, bpf_map__map_flags(map) & ~BPF_F_NO_PREALLOC);
+	return true;
+}

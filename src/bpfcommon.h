@@ -40,6 +40,18 @@ bool lh_probe_tp_btf_task_storage(void);
  */
 void lh_wait_for_bpf_readers(void);
 
+/* Largest keyed per-CPU map lathist preallocates (see lh_prealloc_if_small). */
+#define LH_PREALLOC_MAX (64ULL << 20)
+
+/*
+ * Preallocate a keyed per-CPU hash (drop BPF_F_NO_PREALLOC) when entries x
+ * value x ncpus fits in LH_PREALLOC_MAX: a preallocated map never fails an
+ * insert for memory, while the BPF allocator behind a non-preallocated one
+ * refills its per-CPU cache only after the scheduler's tracepoint returns, so
+ * a burst of new keys there gets -ENOMEM. Returns whether it preallocates.
+ */
+bool lh_prealloc_if_small(struct bpf_map *map, uint32_t entries, size_t value_size);
+
 /* memlock bytes of a map from /proc/self/fdinfo (0 if unknown). */
 uint64_t lh_map_memlock(int map_fd);
 

@@ -307,6 +307,12 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool 
 	bpf_map__set_max_entries(s->maps.runq_pmu_events,
 				 o->npmu ? (uint32_t)o->npmu * s->rodata->pmu_ncpus : 1);
 	bpf_map__set_max_entries(s->maps.runq_pmu_keyed, keyed && o->npmu ? o->c.max_keys : 1);
+	if (keyed) {
+		lh_prealloc_if_small(s->maps.runq_hist_keyed, o->c.max_keys, value_size);
+		if (o->npmu)
+			lh_prealloc_if_small(s->maps.runq_pmu_keyed, o->c.max_keys,
+					     sizeof(struct lh_pmu_val));
+	}
 	if (!has_storage)	/* the map would fail to create; the raw_tp programs do not use it */
 		bpf_map__set_autocreate(s->maps.runq_task_start, false);
 
