@@ -328,18 +328,24 @@ static __always_inline void record_wait(struct task_struct *prev, struct task_st
 	lh_record_submit(r);
 }
 
+/* The task a switch puts on the CPU, read once for its wait and its slice. */
+struct next_task {
+	__u32 tid;		/* 0: the idle task */
+	__u32 tgid;
+	bool selected;		/* passes -p, -t, --cgroup */
+};
+
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
-					 __u64 now, bool btf, struct lh_counters *c, __u32 buf)
+					 const struct next_task *n, __u64 now, bool btf,
+					 struct lh_counters *c, __u32 buf)
 {
 	struct runq_start *s;
-	__u32 tid, tgid, kind, start_cpu;
+	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu;
 	__u64 ts, delta;
 
-	tid = TREAD(btf, next, pid);
 	if (!tid)
 		return;
-	tgid = TREAD(btf, next, tgid);
-	if (!task_selected(next, tid, tgid)) {
+	if (!n->selected) {
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
@@ -419,9 +425,10 @@ static __always_inline void count_pmu_err(struct lh_counters *c, long err)
  * the end of one slice is the start of the next.
  */
 static __always_inline void on_slice(struct task_struct *prev, struct task_struct *next,
-				     __u64 now, bool btf, struct lh_counters *c, __u32 buf)
+				     const struct next_task *n, __u64 now, bool btf,
+				     struct lh_counters *c, __u32 buf)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), ptid, ntid, tgid, bad = 0;
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), ptid, ntid = n->tid, tgid, bad = 0;
 	struct bpf_perf_event_value cur[LH_MAX_PMU];
 	struct lh_pmu_val *pv = NULL;
 	struct runq_slice *sl;
@@ -433,18 +440,15 @@ static __always_inline void on_slice(struct task_struct *prev, struct task_struc
 	if (!sl)
 		return;
 	ptid = TREAD(btf, prev, pid);
-	ntid = TREAD(btf, next, pid);
 	/* a slice is recorded only for a selected task on a selected CPU */
 	end = sl->tid && ptid == sl->tid;
 	if (sl->tid && !end)
 		c->v[LH_LOSS_SLICE_UNPAIRED]++;	/* a switch on this CPU was missed */
-	start = ntid && cpu_selected(cpu) && task_selected(next, ntid, TREAD(btf, next, tgid));
+	start = ntid && n->selected && cpu_selected(cpu);
 	if (!end && !start) {
 		sl->tid = 0;
 		return;
 	}
-	if (!now)
-		now = bpf_ktime_get_ns();
 	for (i = 0; i < LH_MAX_PMU; i++) {
 		long err;
 
@@ -517,6 +521,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 {
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
+	struct next_task n = {};
 	__u64 now;
 
 	if (!c)
@@ -524,9 +529,14 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	now = on_switch_out(preempt, prev, prev_state, btf, c);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
-	on_switch_in(prev, next, now, btf, c, buf);
-	if (oncpu_on)
-		on_slice(prev, next, now, btf, c, buf);
+	n.tid = TREAD(btf, next, pid);
+	if (n.tid) {
+		n.tgid = TREAD(btf, next, tgid);
+		n.selected = task_selected(next, n.tid, n.tgid);
+	}
+	on_switch_in(prev, next, &n, now, btf, c, buf);
+	if (oncpu_on)	/* on_slice needs now: set above */
+		on_slice(prev, next, &n, now, btf, c, buf);
 	return 0;
 }
 
