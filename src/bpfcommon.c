@@ -39,25 +39,39 @@ static bool has_cap(const struct __user_cap_data_struct *d, int cap)
 	return d[cap / 32].effective & (1U << (cap % 32));
 }
 
-int lh_check_privileges(char *msg, size_t len)
+int lh_read_caps(struct lh_caps *caps)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2] = {};
-	bool admin, bpf, perfmon;
 
-	if (syscall(SYS_capget, &hdr, data)) {
-		snprintf(msg, len, "cannot read capabilities: %s", strerror(errno));
-		return -EPERM;
-	}
-	admin = has_cap(data, CAP_SYS_ADMIN);
-	bpf = has_cap(data, CAP_BPF);
-	perfmon = has_cap(data, CAP_PERFMON);
-	if (admin || (bpf && perfmon))
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	caps->admin = has_cap(data, CAP_SYS_ADMIN);
+	caps->bpf = has_cap(data, CAP_BPF);
+	caps->perfmon = has_cap(data, CAP_PERFMON);
+	return 0;
+}
+
+int lh_caps_verdict(const struct lh_caps *c, char *msg, size_t len)
+{
+	if (c->admin || (c->bpf && c->perfmon))
 		return 0;
 	snprintf(msg, len,
 		 "needs root, or CAP_BPF and CAP_PERFMON (missing:%s%s); run it with sudo",
-		 bpf ? "" : " CAP_BPF", perfmon ? "" : " CAP_PERFMON");
+		 c->bpf ? "" : " CAP_BPF", c->perfmon ? "" : " CAP_PERFMON");
 	return -EPERM;
+}
+
+int lh_check_privileges(char *msg, size_t len)
+{
+	struct lh_caps c;
+	int err = lh_read_caps(&c);
+
+	if (err) {
+		snprintf(msg, len, "cannot read capabilities: %s", strerror(-err));
+		return -EPERM;
+	}
+	return lh_caps_verdict(&c, msg, len);
 }
 
 int lh_check_btf(char *msg, size_t len)

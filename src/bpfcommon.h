@@ -11,6 +11,17 @@
 /* Show libbpf's messages (warnings and the verifier log) only when verbose. */
 void lh_libbpf_setup(bool verbose);
 
+/* This process's effective capabilities that lathist cares about. */
+struct lh_caps {
+	bool admin, bpf, perfmon;	/* CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON */
+};
+
+/* Read them with capget(2); negative errno on failure. */
+int lh_read_caps(struct lh_caps *caps);
+
+/* 0 when caps are enough to trace, else -EPERM with the diagnosis in msg. */
+int lh_caps_verdict(const struct lh_caps *caps, char *msg, size_t len);
+
 /*
  * Can this process load and attach tracing BPF programs? Root, or CAP_BPF and
  * CAP_PERFMON (or CAP_SYS_ADMIN) in the effective set. Returns 0, or -EPERM

@@ -13,11 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/perf_event.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
@@ -35,6 +33,7 @@ struct doctor {
 	bool json;
 	json_object *checks;
 	bool runq_ok, bio_ok;
+	bool privileged;		/* enough capabilities to load and probe */
 };
 
 /* One check: its status, what was found, and (when not ok) what follows and the fix. */
@@ -73,29 +72,24 @@ static long read_long(const char *path, long dflt)
 
 static void check_caps(struct doctor *d)
 {
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct c[2] = {};
+	struct lh_caps c;
 	char msg[256];
-	bool admin, bpf, perfmon;
+	int err = lh_read_caps(&c);
 
-	if (syscall(SYS_capget, &hdr, c)) {
-		say(d, "capabilities", ST_DENIED, "cannot read them: %s", strerror(errno));
+	if (err) {
+		say(d, "capabilities", ST_DENIED, "cannot read them: %s", strerror(-err));
 		d->runq_ok = d->bio_ok = false;
 		return;
 	}
-#define HAS(cap) (c[(cap) / 32].effective & (1U << ((cap) % 32)))
-	admin = HAS(CAP_SYS_ADMIN);
-	bpf = HAS(CAP_BPF);
-	perfmon = HAS(CAP_PERFMON);
-#undef HAS
-	if (lh_check_privileges(msg, sizeof(msg))) {
+	d->privileged = !lh_caps_verdict(&c, msg, sizeof(msg));
+	if (!d->privileged) {
 		say(d, "capabilities", ST_DENIED, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s: "
-		    "lathist %s", bpf ? "yes" : "no", perfmon ? "yes" : "no", admin ? "yes" : "no",
-		    msg);
+		    "lathist %s", c.bpf ? "yes" : "no", c.perfmon ? "yes" : "no",
+		    c.admin ? "yes" : "no", msg);
 		d->runq_ok = d->bio_ok = false;
 	} else {
 		say(d, "capabilities", ST_OK, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s",
-		    bpf ? "yes" : "no", perfmon ? "yes" : "no", admin ? "yes" : "no");
+		    c.bpf ? "yes" : "no", c.perfmon ? "yes" : "no", c.admin ? "yes" : "no");
 	}
 }
 
@@ -192,35 +186,34 @@ static void check_tracepoints(struct doctor *d)
 		    "measures device time only");
 }
 
-static void check_maps(struct doctor *d)
+/* One BPF map type: probed (a test map) only with the privilege to create it. */
+static void check_map_type(struct doctor *d, const char *name, enum bpf_map_type type,
+			   enum status absent, const char *have, const char *lack)
 {
-	char msg[256];
-	int ts, rb;
+	int r;
 
-	if (lh_check_privileges(msg, sizeof(msg))) {
-		/* the probes create test maps: without privilege they fail (libbpf then
-		 * says "unsupported"), which says nothing about the kernel */
-		say(d, "task storage", ST_DENIED, "cannot check without CAP_BPF");
-		say(d, "ring buffer", ST_DENIED, "cannot check without CAP_BPF");
+	if (!d->privileged) {
+		/* without privilege the probe fails (libbpf then says "unsupported"),
+		 * which says nothing about the kernel */
+		say(d, name, ST_DENIED, "cannot check without CAP_BPF");
 		return;
 	}
-	ts = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
-	rb = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+	r = libbpf_probe_bpf_map_type(type, NULL);
+	if (r < 0)
+		say(d, name, ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-r));
+	else
+		say(d, name, r == 1 ? ST_OK : absent, "%s", r == 1 ? have : lack);
+}
 
-	if (ts < 0)
-		say(d, "task storage", ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-ts));
-	else if (ts == 1)
-		say(d, "task storage", ST_OK, "BPF task storage: runq pairs on tp_btf (default)");
-	else
-		say(d, "task storage", ST_INFO, "no BPF task storage (5.11+): runq uses raw_tp with "
-		    "a pid-keyed map (--max-tasks)");
-	if (rb < 0)
-		say(d, "ring buffer", ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-rb));
-	else if (rb == 1)
-		say(d, "ring buffer", ST_OK, "BPF ring buffer: --slower-than records work");
-	else
-		say(d, "ring buffer", ST_MISSING, "no BPF ring buffer (5.8+): --slower-than cannot "
-		    "run; histograms still do");
+static void check_maps(struct doctor *d)
+{
+	check_map_type(d, "task storage", BPF_MAP_TYPE_TASK_STORAGE, ST_INFO,
+		       "BPF task storage: runq pairs on tp_btf (default)",
+		       "no BPF task storage (5.11+): runq uses raw_tp with a pid-keyed map "
+		       "(--max-tasks)");
+	check_map_type(d, "ring buffer", BPF_MAP_TYPE_RINGBUF, ST_MISSING,
+		       "BPF ring buffer: --slower-than records work",
+		       "no BPF ring buffer (5.8+): --slower-than cannot run; histograms still do");
 }
 
 /* Which perf events can be opened on CPU 0 (each opened and closed at once). */
