@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* JSON renderer, schema lathist/1 (docs in README.md), built with json-c. */
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,30 +236,21 @@ static void pmu_json(json_object *root, const struct lh_report *r)
 		json_object_array_add(list, o);
 	}
 	for (size_t a = 0, b; a < r->npmu; a = b) {
-		const struct lh_pmu_row *ins = NULL, *cyc = NULL;
+		json_object *o;
+		double v;
+		bool est = false;
+		int err;
 
-		for (b = a; b < r->npmu && !memcmp(&r->pmu[b].key, &r->pmu[a].key,
-						   sizeof(r->pmu[a].key)); b++) {
-			const char *n = r->meta.pmu.names[r->pmu[b].event];
-
-			if (!strcmp(n, "instructions"))
-				ins = &r->pmu[b];
-			else if (!strcmp(n, "cycles") || !strcmp(n, "cpu-cycles"))
-				cyc = &r->pmu[b];
-		}
-		if (ins && cyc) {
-			json_object *o = json_object_new_object();
-			double v;
-			bool est = false, ok = lh_pmu_ratio(ins->raw, ins->enabled_ns, ins->running_ns,
-							    cyc->raw, cyc->enabled_ns,
-							    cyc->running_ns, &v, &est);
-
-			json_object_object_add(o, "key", key_json(&ins->key));
-			json_object_object_add(o, "name", json_object_new_string("ipc"));
-			json_object_object_add(o, "value", ok ? json_object_new_double(v) : NULL);
-			json_object_object_add(o, "estimated", json_object_new_boolean(ok && est));
-			json_object_array_add(ratios, o);
-		}
+		b = lh_pmu_key_end(r, a);
+		err = lh_pmu_ipc(r, a, b, &v, &est);
+		if (err == -ENOENT)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "key", key_json(&r->pmu[a].key));
+		json_object_object_add(o, "name", json_object_new_string("ipc"));
+		json_object_object_add(o, "value", err ? NULL : json_object_new_double(v));
+		json_object_object_add(o, "estimated", json_object_new_boolean(!err && est));
+		json_object_array_add(ratios, o);
 	}
 	json_object_object_add(root, "counters", list);
 	json_object_object_add(root, "counter_ratios", ratios);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Text renderer: familiar to runqlat/biolatency users, plus stats and losses. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,16 +215,6 @@ static void print_losses(FILE *f, const struct lh_report *r)
 		      "--ringbuf-size or --slower-than.\n", f);
 }
 
-/* The row of counter `name` among rows [a, b) of one key, or NULL. */
-static const struct lh_pmu_row *pmu_find(const struct lh_report *r, size_t a, size_t b,
-					 const char *name)
-{
-	for (size_t i = a; i < b; i++)
-		if (!strcmp(r->meta.pmu.names[r->pmu[i].event], name))
-			return &r->pmu[i];
-	return NULL;
-}
-
 /* A counter table per key: raw, times, multiplexing, the estimate, a rate per on-CPU ms. */
 static void print_counters(FILE *f, const struct lh_report *r)
 {
@@ -234,13 +225,11 @@ static void print_counters(FILE *f, const struct lh_report *r)
 	fputs("\ncounters over on-CPU slices (raw = counted; estimate = raw x time_enabled / "
 	      "time_running,\nundefined when the counter never ran):\n", f);
 	for (size_t a = 0, b; a < r->npmu; a = b) {
-		const struct lh_pmu_row *ins, *cyc;
 		double ipc;
 		bool est;
+		int err;
 
-		for (b = a + 1; b < r->npmu && !memcmp(&r->pmu[b].key, &r->pmu[a].key,
-							sizeof(r->pmu[a].key)); b++)
-			;
+		b = lh_pmu_key_end(r, a);
 		fputs("  ", f);
 		print_key(f, &r->pmu[a].key);
 		fprintf(f, ": %" PRIu64 " slices, on-CPU %.3f ms", r->pmu[a].slices,
@@ -269,18 +258,12 @@ static void print_counters(FILE *f, const struct lh_report *r)
 				pm->names[w->event], w->raw, (double)w->enabled_ns / 1e6,
 				(double)w->running_ns / 1e6, w->multiplexed, estbuf, rate);
 		}
-		ins = pmu_find(r, a, b, "instructions");
-		cyc = pmu_find(r, a, b, "cycles");
-		if (!cyc)
-			cyc = pmu_find(r, a, b, "cpu-cycles");
-		if (ins && cyc) {
-			if (lh_pmu_ratio(ins->raw, ins->enabled_ns, ins->running_ns, cyc->raw,
-					 cyc->enabled_ns, cyc->running_ns, &ipc, &est))
-				fprintf(f, "    IPC (instructions / cycles): %.3f%s\n", ipc,
-					est ? " (from estimates: the counters were multiplexed)" : "");
-			else
-				fputs("    IPC (instructions / cycles): undefined\n", f);
-		}
+		err = lh_pmu_ipc(r, a, b, &ipc, &est);
+		if (!err)
+			fprintf(f, "    IPC (instructions / cycles): %.3f%s\n", ipc,
+				est ? " (from estimates: the counters were multiplexed)" : "");
+		else if (err == -EDOM)
+			fputs("    IPC (instructions / cycles): undefined\n", f);
 	}
 	for (int i = 0; i < pm->nunsupported; i++)
 		fprintf(f, "  %s: not counted (%s)\n", pm->unsupported[i].name,

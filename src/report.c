@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include "pmu_user.h"
 #include "report.h"
 
 static int key_cmp(const struct lh_key *a, const struct lh_key *b)
@@ -204,4 +205,31 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
 	lh_report_sort(dst);
 	return 0;
+}
+
+size_t lh_pmu_key_end(const struct lh_report *r, size_t a)
+{
+	size_t b = a + 1;
+
+	while (b < r->npmu && !memcmp(&r->pmu[b].key, &r->pmu[a].key, sizeof(r->pmu[a].key)))
+		b++;
+	return b;
+}
+
+int lh_pmu_ipc(const struct lh_report *r, size_t a, size_t b, double *ipc, bool *estimated)
+{
+	const struct lh_pmu_row *ins = NULL, *cyc = NULL;
+
+	for (size_t i = a; i < b; i++) {
+		const char *n = r->meta.pmu.names[r->pmu[i].event];
+
+		if (!strcmp(n, "instructions"))
+			ins = &r->pmu[i];
+		else if (!strcmp(n, "cycles") || !strcmp(n, "cpu-cycles"))
+			cyc = &r->pmu[i];
+	}
+	if (!ins || !cyc)
+		return -ENOENT;
+	return lh_pmu_ratio(ins->raw, ins->enabled_ns, ins->running_ns, cyc->raw,
+			    cyc->enabled_ns, cyc->running_ns, ipc, estimated) ? 0 : -EDOM;
 }

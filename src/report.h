@@ -125,6 +125,16 @@ struct lh_report {
  */
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src);
 
+/* Counter rows are sorted by key: the end (exclusive) of the rows sharing row a's key. */
+size_t lh_pmu_key_end(const struct lh_report *r, size_t a);
+
+/*
+ * IPC (instructions / cycles) of the rows [a, b) of one key: 0 with *ipc and
+ * *estimated (either side scaled), -EDOM when undefined (lh_pmu_ratio), -ENOENT
+ * when instructions or cycles is not among them.
+ */
+int lh_pmu_ipc(const struct lh_report *r, size_t a, size_t b, double *ipc, bool *estimated);
+
 /* Append a zeroed counter row for key and event; NULL on ENOMEM. */
 struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *key, int event);
 

@@ -110,11 +110,49 @@ static void test_label_and_csv_escaping(void **state)
 	lh_report_clear(&r);
 }
 
+/* IPC per key in text and JSON: defined, scaled, undefined; absent without both counters. */
+static void test_ipc(void **state)
+{
+	struct lh_key k1 = { .fields = LH_KEY_PID, .pid = 1 }, k2 = { .fields = LH_KEY_PID, .pid = 2 };
+	struct lh_report r;
+	struct lh_pmu_row *w;
+	char *text = NULL, *json;
+	size_t len = 0;
+	FILE *f;
+	(void)state;
+	make_report(&r, NULL, 0, NULL);
+	r.meta.pmu.n = 2;
+	strcpy(r.meta.pmu.names[0], "instructions");
+	strcpy(r.meta.pmu.names[1], "cycles");
+	w = lh_report_add_pmu(&r, &k1, 0);	/* 3000 instructions over 2000 cycles */
+	w->raw = 3000, w->enabled_ns = w->running_ns = 10, w->slices = 1;
+	w = lh_report_add_pmu(&r, &k1, 1);
+	w->raw = 2000, w->enabled_ns = w->running_ns = 10, w->slices = 1;
+	w = lh_report_add_pmu(&r, &k2, 0);	/* cycles never ran: undefined */
+	w->raw = 5, w->enabled_ns = w->running_ns = 10, w->slices = 1;
+	w = lh_report_add_pmu(&r, &k2, 1);
+	w->raw = 0, w->enabled_ns = 10, w->running_ns = 0, w->slices = 1;
+	lh_report_sort(&r);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	lh_render_text(f, &r);
+	fclose(f);
+	assert_non_null(strstr(text, "IPC (instructions / cycles): 1.500\n"));
+	assert_non_null(strstr(text, "IPC (instructions / cycles): undefined\n"));
+	free(text);
+	json = lh_render_json(&r, true);
+	assert_non_null(strstr(json, "\"name\":\"ipc\",\"value\":1.5,\"estimated\":false"));
+	assert_non_null(strstr(json, "\"name\":\"ipc\",\"value\":null,\"estimated\":false"));
+	free(json);
+	lh_report_clear(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_c9_bound_is_upper_inclusive),
 		cmocka_unit_test(test_label_and_csv_escaping),
+		cmocka_unit_test(test_ipc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
