@@ -168,17 +168,22 @@ int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS])
 	return n;
 }
 
+struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
+				    const struct lh_key *key)
+{
+	for (size_t i = 0; i < r->nhists; i++)
+		if (!strcmp(r->hists[i].name, name) && !memcmp(&r->hists[i].key, key, sizeof(*key)))
+			return &r->hists[i];
+	return lh_report_add_hist(r, name, key);
+}
+
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 {
 	for (size_t i = 0; i < src->nhists; i++) {
 		const struct lh_hist *h = &src->hists[i];
-		struct lh_hist *d = NULL;
+		struct lh_hist *d = lh_report_find_hist(dst, h->name, &h->key);
 
-		for (size_t j = 0; j < dst->nhists && !d; j++)
-			if (!strcmp(dst->hists[j].name, h->name) &&
-			    !memcmp(&dst->hists[j].key, &h->key, sizeof(h->key)))
-				d = &dst->hists[j];
-		if (!d && !(d = lh_report_add_hist(dst, h->name, &h->key)))
+		if (!d)
 			return -ENOMEM;
 		if (lh_hist_merge(d, h))
 			return -EINVAL;

@@ -118,6 +118,11 @@ struct lh_report {
 	size_t npmu, pmu_cap;
 };
 
+/* The histogram of r with this name and key, appended empty when r has none
+ * (a linear search); NULL on ENOMEM. */
+struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
+				    const struct lh_key *key);
+
 /*
  * dst += src: histograms with the same name and key add slot by slot (others
  * are appended), counter rows and loss counters add. For cumulative exports

@@ -178,15 +178,6 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 	return 0;
 }
 
-/* The histogram of r with this name and key, created empty when missing. */
-static struct lh_hist *find_hist(struct lh_report *r, const char *name, const struct lh_key *k)
-{
-	for (size_t i = 0; i < r->nhists; i++)
-		if (!strcmp(r->hists[i].name, name) && !memcmp(&r->hists[i].key, k, sizeof(*k)))
-			return &r->hists[i];
-	return lh_report_add_hist(r, name, k);
-}
-
 /* The tool's histogram names (runq: wakeup, preempt, oncpu; bio: queue, device, total). */
 static bool known_hist(const struct merge *m, const char *name)
 {
@@ -210,6 +201,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	const struct lh_scheme *sc = &m->r.meta.scheme;
 	json_object *slots = get(jh, "slots", json_type_array);
 	uint64_t count, sum, max, bytes = 0, total = 0;
+	uint32_t top;
 	char name[16];
 	struct lh_key key;
 	struct lh_hist *h;
@@ -234,7 +226,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return -ENOMEM;
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
 		json_object *s = json_object_array_get_idx(slots, i);
-		uint64_t lo, c, hi, idx;
+		uint64_t lo, c, hi, want_hi, idx;
 
 		if (get_u64(s, "lo_ns", &lo) || get_u64(s, "count", &c) || lo % sc->unit_ns) {
 			lh_hist_free(tmp);
@@ -242,11 +234,10 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 				   name, i);
 		}
 		idx = lh_slot(lo / sc->unit_ns, sc->precision);
-		hi = lh_slot_hi((uint32_t)idx, sc->precision);
+		want_hi = lh_slot_hi((uint32_t)idx, sc->precision);	/* units; MAX: unbounded */
 		if (lh_slot_lo((uint32_t)idx, sc->precision) != lo / sc->unit_ns ||
-		    (hi != UINT64_MAX && (get_u64(s, "hi_ns", &hi) ||
-					  hi != lh_slot_hi((uint32_t)idx, sc->precision) *
-						sc->unit_ns))) {
+		    (want_hi != UINT64_MAX &&
+		     (get_u64(s, "hi_ns", &hi) || hi != want_hi * sc->unit_ns))) {
 			lh_hist_free(tmp);
 			return bad(m, "histogram %s: slot (%" PRIu64 " ns, ...] is not a slot of "
 				   "precision %u in %s", name, lo, sc->precision, m->unit);
@@ -267,16 +258,17 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		lh_hist_free(tmp);
 		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
 	}
-	if (count && (max <= lh_slot_lo(top_slot(tmp), sc->precision) * sc->unit_ns && top_slot(tmp)) ) {
+	top = top_slot(tmp);	/* the maximum lies in it: (lo, hi], slot 0 from 0 */
+	if (count && top && max <= lh_slot_lo(top, sc->precision) * sc->unit_ns) {
 		lh_hist_free(tmp);
 		return bad(m, "histogram %s: max_ns %" PRIu64 " is not in its highest slot", name, max);
 	}
-	if (count && lh_slot_hi(top_slot(tmp), sc->precision) != UINT64_MAX &&
-	    max > lh_slot_hi(top_slot(tmp), sc->precision) * sc->unit_ns) {
+	if (count && lh_slot_hi(top, sc->precision) != UINT64_MAX &&
+	    max > lh_slot_hi(top, sc->precision) * sc->unit_ns) {
 		lh_hist_free(tmp);
 		return bad(m, "histogram %s: max_ns %" PRIu64 " is above its highest slot", name, max);
 	}
-	h = find_hist(&m->r, name, &key);
+	h = lh_report_find_hist(&m->r, name, &key);
 	if (!h) {
 		lh_hist_free(tmp);
 		return -ENOMEM;
@@ -297,6 +289,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 {
 	struct lh_meta *mt = &m->r.meta;
+	json_object *attach;
 	uint64_t p, unit_ns, nslots;
 
 	if (get_str(meta, "tool", m->tool, sizeof(m->tool)) ||
@@ -320,15 +313,13 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	mt->unit = m->unit;
 	if (get_str(meta, "kernel", m->kernel, sizeof(m->kernel)))
 		snprintf(m->kernel, sizeof(m->kernel), "?");
-	snprintf(mt->kernel, sizeof(mt->kernel), "%s", m->kernel);
 	if (get_str(meta, "grouping", m->grouping, sizeof(m->grouping)))
 		snprintf(m->grouping, sizeof(m->grouping), "?");
 	mt->grouping = m->grouping;
 	if (get_str(meta, "clock", m->clock, sizeof(m->clock)))
 		snprintf(m->clock, sizeof(m->clock), "?");
 	mt->clock = m->clock;
-	json_object *attach = get(meta, "attach", json_type_object);
-
+	attach = get(meta, "attach", json_type_object);
 	if (!attach)
 		return bad(m, "meta.attach is not an object");
 	json_object_object_foreach(attach, tp, type) {
@@ -349,10 +340,6 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 		mt->nattach++;
 	}
 	mt->ncpus = 0;
-	for (char *c = m->kernel; *c; c++)	/* printed in headers and labels */
-		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e || *c == '"' || *c == '\\')
-			*c = '?';
-	snprintf(mt->kernel, sizeof(mt->kernel), "%s", m->kernel);
 	for (char *c = m->grouping; *c; c++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyz", *c))
 			return bad(m, "meta.grouping is not a grouping name");
@@ -362,7 +349,7 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 
 static int add_doc(struct merge *m, json_object *doc)
 {
-	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss;
+	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss, *attach;
 	char schema[16], tool[8], unit[4];
 	uint64_t start = 0, dur = 0, p, unit_ns, ncpus = 0;
 	struct lh_hist tmp;
@@ -411,9 +398,10 @@ static int add_doc(struct merge *m, json_object *doc)
 			m->filters_mixed = true;
 		}
 	}
-	if (!get(meta, "attach", json_type_object))
+	attach = get(meta, "attach", json_type_object);
+	if (!attach)
 		return bad(m, "meta.attach is not an object");
-	json_object_object_foreach(get(meta, "attach", json_type_object), tp, type) {
+	json_object_object_foreach(attach, tp, type) {
 		for (int i = 0; i < m->r.meta.nattach; i++)
 			if (!strcmp(m->attach_tp[i], tp) &&
 			    (!json_object_is_type(type, json_type_string) ||
@@ -662,12 +650,16 @@ int report_main(int argc, char **argv)
 		fprintf(stderr, "lathist report: standard output is closed; give -o FILE\n");
 		return LH_EXIT_RUNTIME;
 	}
-	for (int i = optind; heatmap && i < argc; i++)
-		if (lh_same_file(heatmap, argv[i]) || (c.output && lh_same_file(heatmap, c.output))) {
+	for (int i = optind; heatmap && i <= argc; i++) {
+		/* every input, then (i == argc) the -o file */
+		const char *other = i < argc ? argv[i] : c.output;
+
+		if (other && lh_same_file(heatmap, other)) {
 			lh_usage_error(TOOL, "--heatmap '%s' names an input or the -o file; give "
 				       "another file", heatmap);
 			return LH_EXIT_USAGE;
 		}
+	}
 	if (m.heat_hist && !heatmap) {
 		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
 		return LH_EXIT_USAGE;
@@ -683,11 +675,7 @@ int report_main(int argc, char **argv)
 		goto out;
 	}
 	if (m.heat_hist) {
-		bool known = false;
-
-		for (int i = 0; i < m.r.meta.nkinds; i++)
-			known |= !strcmp(m.r.meta.kinds[i].name, m.heat_hist);
-		if (!known) {
+		if (!known_hist(&m, m.heat_hist)) {
 			lh_usage_error(TOOL, "--heatmap-hist '%s': %s has no such histogram; give "
 				       "one of %s, %s, %s", m.heat_hist, m.tool, m.r.meta.kinds[0].name,
 				       m.r.meta.kinds[1].name, m.r.meta.kinds[2].name);
@@ -724,6 +712,9 @@ int report_main(int argc, char **argv)
 	m.r.meta.start_realtime_ns = m.first_start;
 	m.r.meta.duration_ns = m.last_end - m.first_start;
 	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
+	for (char *k = m.r.meta.kernel; *k; k++)	/* printed in headers and labels */
+		if ((unsigned char)*k < 0x20 || (unsigned char)*k > 0x7e || *k == '"' || *k == '\\')
+			*k = '?';
 	lh_report_sort(&m.r);
 	if (c.anonymize) {
 		struct lh_anon anon;
