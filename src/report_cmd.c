@@ -641,6 +641,13 @@ int report_main(int argc, char **argv)
 		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
 		return LH_EXIT_USAGE;
 	}
+	for (int i = optind + 1; i < argc; i++)
+		for (int j = optind; j < i; j++)
+			if (strcmp(argv[i], "-") && lh_same_file(argv[i], argv[j])) {
+				lh_usage_error(TOOL, "'%s' is given twice; give each input once (it "
+					       "would be counted twice)", argv[i]);
+				return LH_EXIT_USAGE;
+			}
 	for (int i = optind; c.output && strcmp(c.output, "-") && i < argc; i++)
 		if (lh_same_file(c.output, argv[i])) {
 			lh_usage_error(TOOL, "-o '%s' is also an input; give another file", c.output);

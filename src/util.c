@@ -135,6 +135,25 @@ static void dir_of(const char *path, char *dir, size_t len)
 	snprintf(dir, len, "%s", dirname(tmp));
 }
 
+/*
+ * Can a file be created in dir? access(2) says yes to root on /proc or /sys,
+ * whose folders take no new file: create and remove a hidden one to know.
+ */
+static int probe_create(const char *dir)
+{
+	char tmp[PATH_MAX];
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.lathist-check.XXXXXX", dir) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
 int lh_output_check(const char *path)
 {
 	char dir[PATH_MAX];
@@ -157,7 +176,7 @@ int lh_output_check(const char *path)
 		return -ENOTDIR;
 	if (access(dir, W_OK))
 		return -errno;
-	return 0;
+	return probe_create(dir);
 }
 
 /* Mode and owner for the new file: the old file's, or 0666 less the umask. */

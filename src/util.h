@@ -35,7 +35,8 @@ int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus);
 
 /*
  * Check before tracing that path can be written later: its folder exists and
- * is writable, and path is a regular file or does not exist yet. Returns 0 or
+ * takes a new file (one is created and removed to know), and path is a
+ * regular file or does not exist yet. Returns 0 or
  * a negative errno (-ELOOP for a symlink, -EISDIR, -EINVAL for a device, FIFO
  * or socket, -ENOENT, -EACCES).
  */

@@ -337,6 +337,8 @@ def test_report_refuses_bad_files():
             f.write(text)
         rc, out, err = report("-o", good_path, good_path)
         check(rc == 2 and "is also an input" in err and open(good_path).read() == text, err)
+        rc, out, err = report(good_path, good_path)
+        check(rc == 2 and "is given twice" in err and not out, err)
         rc, out, err = report("-f", "yaml", path)
         check(rc == 2 and "-f 'yaml'" in err, err)
         rc, out, err = report()

@@ -132,6 +132,9 @@ static void test_atomic_write(void **state)
 	assert_int_equal(lh_write_atomic(link, "evil", 4), -ELOOP);
 	assert_int_equal(lh_output_check(dir), -EISDIR);
 	assert_int_equal(lh_output_check("/nonexistent-lathist/x"), -ENOENT);
+	/* folders that take no new file, even for root (access(2) says they do) */
+	assert_true(lh_output_check("/proc/lathist-x.json") < 0);
+	assert_true(lh_output_check("/sys/lathist-x.json") < 0);
 	/* never replace a device or a FIFO */
 	assert_int_equal(lh_output_check("/dev/null"), -EINVAL);
 	assert_int_equal(lh_write_atomic("/dev/null", "x", 1), -EINVAL);
