@@ -15,40 +15,19 @@
 
 /*
  * Write out the whole lines buffered. On the first failure (disk full, closed
- * pipe) the error is said once, a file is cut back to its last whole line,
- * and later records are counted but not written.
+ * pipe) the error is said once, a file is cut back to its last whole line
+ * (lh_lines_write), and later records are counted but not written.
  */
 static void flush_lines(struct lh_recorder *r)
 {
-	size_t off = 0;
+	int err = r->out.err ? 0 : lh_lines_write(&r->out, r->buf, r->used);
 
-	while (off < r->used && !r->err) {
-		ssize_t n = write(r->fd, r->buf + off, r->used - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r->err = n < 0 ? errno : EIO;
-			fprintf(stderr, "lathist %s: writing the records to %s failed: %s; tracing "
-				"goes on, records are counted but no longer written\n", r->tool,
-				r->path ? r->path : r->fd == STDOUT_FILENO ? "stdout" : "stderr",
-				strerror(r->err));
-			/* no torn line: back to the end of the last line written whole */
-			if (r->own_fd && ftruncate(r->fd, (off_t)r->written) == 0)
-				lseek(r->fd, (off_t)r->written, SEEK_SET);
-			break;
-		}
-		off += (size_t)n;
-		/* whole lines so far: up to the last newline written */
-		for (size_t i = off; i > 0; i--)
-			if (r->buf[i - 1] == '\n') {
-				r->written += i - r->line_off;
-				r->line_off = i;
-				break;
-			}
-	}
+	if (err)
+		fprintf(stderr, "lathist %s: writing the records to %s failed: %s; tracing "
+			"goes on, records are counted but no longer written\n", r->tool,
+			r->path ? r->path : r->out.fd == STDOUT_FILENO ? "stdout" : "stderr",
+			strerror(-err));
 	r->used = 0;
-	r->line_off = 0;
 }
 
 /*
@@ -64,7 +43,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	int n;
 
 	r->delivered++;
-	if (r->err)
+	if (r->out.err)
 		goto next;	/* writing failed earlier: counted only */
 	if (r->cap - r->used < LINE_MAX_BYTES)
 		flush_lines(r);
@@ -91,23 +70,21 @@ int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const 
 	r->tool = tool;
 	r->path = path;
 	r->json = path != NULL;
-	r->fd = fd;
 	r->cap = BUF_BYTES;
 	r->buf = malloc(r->cap);
 	if (!r->buf)
 		return -ENOMEM;
 	if (path && !strcmp(path, "-")) {
-		r->fd = STDOUT_FILENO;
+		lh_lines_use(&r->out, STDOUT_FILENO);
 	} else if (path) {
-		/* a stream, written as records come: never through a symlink */
-		r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-		if (r->fd < 0) {
-			err = -errno;
+		err = lh_lines_open(&r->out, path);
+		if (err) {
 			fprintf(stderr, "lathist %s: cannot open --events %s: %s\n", tool, path,
 				strerror(-err));
 			return err;
 		}
-		r->own_fd = true;
+	} else {
+		lh_lines_use(&r->out, fd);
 	}
 	r->rb = ring_buffer__new(map_fd, on_record, r, NULL);
 	if (!r->rb) {
@@ -138,21 +115,19 @@ int lh_recorder_drain(struct lh_recorder *r, uint64_t until_ns, uint64_t *delive
 	r->drain_until_ns = until_ns;
 	ring_buffer__consume(r->rb);
 	r->drain_until_ns = 0;
-	if (r->fd == STDOUT_FILENO)
+	if (r->out.fd == STDOUT_FILENO)
 		fflush(stdout);		/* what stdio holds comes first */
 	flush_lines(r);
 	*delivered = r->delivered;
 	r->delivered = 0;
-	return r->err ? -r->err : 0;
+	return -r->out.err;
 }
 
 void lh_recorder_close(struct lh_recorder *r)
 {
 	ring_buffer__free(r->rb);
 	r->rb = NULL;
-	if (r->own_fd && r->fd >= 0)
-		close(r->fd);
-	r->fd = -1;
+	lh_lines_close(&r->out);
 	free(r->buf);
 	r->buf = NULL;
 }

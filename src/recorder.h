@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "util.h"
 
 /*
  * Format one record (size bytes, as the BPF program wrote it) into buf: a
@@ -25,16 +26,12 @@ struct ring_buffer;
 
 struct lh_recorder {
 	struct ring_buffer *rb;
-	int fd;				/* where lines go */
-	bool own_fd;			/* --events FILE: closed at the end */
+	struct lh_lines out;		/* where lines go: --events FILE, stdout or stderr */
 	bool json;			/* JSON lines (--events) or text lines */
 	char *buf;			/* whole lines not written yet */
 	size_t used, cap;
-	int err;			/* first write error (errno), 0 if none */
 	const char *tool;		/* for messages */
 	const char *path;		/* --events FILE, NULL for a standard stream */
-	uint64_t written;		/* bytes of whole lines written to the file */
-	size_t line_off;		/* within buf: end of the whole lines written */
 	uint64_t delivered;		/* records read since the last drain */
 	uint64_t drain_until_ns;	/* draining: stop after a record newer than this */
 	uint64_t stop_ns;		/* polling: stop reading at this CLOCK_MONOTONIC time */

@@ -51,7 +51,6 @@ void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	memset(s, 0, sizeof(*s));
-	s->series_fd = -1;
 	s->c = c;
 	s->ncpus = libbpf_num_possible_cpus();
 	m->tool = tool;
@@ -107,7 +106,7 @@ void lh_session_configure_records(const struct lh_common_opts *c, struct bpf_map
 	/* the map exists either way; without records it is one page */
 	bpf_map__set_max_entries(events, on ? (uint32_t)c->ringbuf_bytes : 4096);
 	*slower_than_ns = c->slower_than_ns;
-	/* one wakeup per quarter buffer (bench/ringbuf_wakeup.py measures it against the
+	/* one wakeup per quarter buffer (bench/records_overhead.py measures it against the
 	 * kernel's own choice, --test-kernel-wakeup) */
 	*wakeup_bytes = on && !c->kernel_wakeup ? c->ringbuf_bytes / 4 : 0;
 	if (on && c->verbose)
@@ -266,39 +265,33 @@ static int append_series(struct lh_session *s)
 {
 	char *line;
 	size_t len;
-	ssize_t n;
+	int err;
 
-	if (!s->c->series_path || s->series_err)
-		return s->series_err;
-	if (s->series_fd < 0) {
-		s->series_fd = open(s->c->series_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-				    O_CLOEXEC, 0666);
-		if (s->series_fd < 0) {
-			s->series_err = -errno;
+	if (!s->c->series_path || s->series.err)
+		return -s->series.err;
+	if (!s->series.own) {	/* opened at the first interval */
+		err = lh_lines_open(&s->series, s->c->series_path);
+		if (err) {
+			s->series.err = -err;
 			goto fail;
 		}
 	}
 	line = lh_render_json(&s->report, true);
 	if (!line) {
-		s->series_err = -ENOMEM;
+		s->series.err = ENOMEM;
+		err = -ENOMEM;
 		goto fail;
 	}
 	len = strlen(line);
 	line[len] = '\n';	/* over the NUL: the line ends in a newline */
-	n = write(s->series_fd, line, len + 1);
+	err = lh_lines_write(&s->series, line, len + 1);
 	free(line);
-	if (n == (ssize_t)(len + 1)) {
-		s->series_bytes += n;
+	if (!err)
 		return 0;
-	}
-	s->series_err = n < 0 ? -errno : -ENOSPC;
-	/* no torn line: cut back to the end of the last interval written */
-	if (ftruncate(s->series_fd, s->series_bytes) == 0)
-		lseek(s->series_fd, s->series_bytes, SEEK_SET);
 fail:
 	fprintf(stderr, "lathist %s: writing --series %s failed: %s; tracing goes on\n",
-		s->report.meta.tool, s->c->series_path, strerror(-s->series_err));
-	return s->series_err;
+		s->report.meta.tool, s->c->series_path, strerror(-err));
+	return err;
 }
 
 /* Interval mode into a metrics format: each file holds the totals since the start. */
@@ -373,9 +366,7 @@ void lh_session_free(struct lh_session *s)
 	free(s->percpu_buf);
 	s->percpu_buf = NULL;
 	lh_recorder_close(&s->recorder);
-	if (s->series_fd >= 0)
-		close(s->series_fd);
-	s->series_fd = -1;
+	lh_lines_close(&s->series);
 	free(s->trend_events);
 	free(s->trend_lost);
 }

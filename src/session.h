@@ -40,9 +40,7 @@ struct lh_session {
 	bool records_failed;		/* writing the records failed (exit 1) */
 	struct lh_anon anon;		/* --anonymize: the salt */
 	struct lh_report cum;		/* -i into openmetrics/prometheus: totals since start */
-	int series_fd;			/* --series FILE, opened at the first interval (-1) */
-	off_t series_bytes;		/* whole lines written to it */
-	int series_err;			/* its first write error, negative errno */
+	struct lh_lines series;		/* --series FILE, opened at the first interval */
 	uint64_t *trend_events, *trend_lost;	/* per interval, for the loss trend */
 	size_t ntrend;
 };

@@ -306,3 +306,54 @@ int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus)
 	/* CPUs the possible count does not cover cannot be traced anyway */
 	return err == -ERANGE ? 0 : err;
 }
+
+int lh_lines_open(struct lh_lines *l, const char *path)
+{
+	memset(l, 0, sizeof(*l));
+	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (l->fd < 0)
+		return -errno;
+	l->own = true;
+	return 0;
+}
+
+void lh_lines_use(struct lh_lines *l, int fd)
+{
+	memset(l, 0, sizeof(*l));
+	l->fd = fd;
+}
+
+int lh_lines_write(struct lh_lines *l, const char *buf, size_t len)
+{
+	size_t off = 0, line_end = 0;
+
+	while (off < len && !l->err) {
+		ssize_t n = write(l->fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			l->err = n < 0 ? errno : EIO;
+			/* no torn line: back to the end of the last line written whole */
+			if (l->own && ftruncate(l->fd, l->whole) == 0)
+				lseek(l->fd, l->whole, SEEK_SET);
+			break;
+		}
+		off += (size_t)n;
+		for (size_t i = off; i > line_end; i--)	/* whole lines so far */
+			if (buf[i - 1] == '\n') {
+				l->whole += (off_t)(i - line_end);
+				line_end = i;
+				break;
+			}
+	}
+	return l->err ? -l->err : 0;
+}
+
+void lh_lines_close(struct lh_lines *l)
+{
+	if (l->own && l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	l->own = false;
+}

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Parse a duration: a decimal number of seconds ("5", "0.5") or a number with
@@ -56,5 +57,29 @@ int lh_write_atomic(const char *path, const char *data, size_t len);
 /* Nanoseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 uint64_t lh_now_ns(void);
 uint64_t lh_realtime_ns(void);
+
+/*
+ * A stream of whole lines into a file or a standard stream (--events,
+ * --series). Callers write whole lines only; a write that fails cuts a file
+ * back to its last whole line (no torn line), and the error sticks.
+ */
+struct lh_lines {
+	int fd;
+	bool own;		/* opened by lh_lines_open: truncated on failure, closed */
+	off_t whole;		/* bytes of whole lines written (own files) */
+	int err;		/* first write error (errno), 0 if none */
+};
+
+/* Create or truncate path for writing, never through a symlink; negative errno. */
+int lh_lines_open(struct lh_lines *l, const char *path);
+
+/* Use an open descriptor (stdout, stderr): never truncated or closed here. */
+void lh_lines_use(struct lh_lines *l, int fd);
+
+/* Write len bytes of whole lines: 0, or the negative errno of this failure
+ * (l->err is then set; later calls write nothing and return it again). */
+int lh_lines_write(struct lh_lines *l, const char *buf, size_t len);
+
+void lh_lines_close(struct lh_lines *l);
 
 #endif /* LATHIST_UTIL_H */
