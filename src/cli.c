@@ -261,21 +261,26 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 static int stream_file(const char **path, const char *opt, const char *arg, bool dash_ok,
 		       const char *tool)
 {
-	int err;
-
 	if (*path) {
 		lh_usage_error(tool, "%s given twice; give one file", opt);
 		return -EINVAL;
 	}
-	err = dash_ok && !strcmp(arg, "-") ? 0 : lh_output_check(arg);
-	if (err) {
-		lh_usage_error(tool, "%s '%s': cannot be written (%s); give a regular file in a "
-			       "writable folder", opt, arg, err == -ELOOP ? "a symbolic link" :
-			       err == -EINVAL ? "not a regular file" : strerror(-err));
+	if (!(dash_ok && !strcmp(arg, "-")) && lh_check_file_opt(opt, arg, "a regular file", tool))
 		return -EINVAL;
-	}
 	*path = arg;
 	return 0;
+}
+
+int lh_check_file_opt(const char *opt, const char *arg, const char *what, const char *tool)
+{
+	int err = lh_output_check(arg);
+
+	if (!err)
+		return 0;
+	lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable folder",
+		       opt, arg, err == -ELOOP ? "a symbolic link" :
+		       err == -EINVAL ? "not a regular file" : strerror(-err), what);
+	return -EINVAL;
 }
 
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)

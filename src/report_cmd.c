@@ -613,14 +613,8 @@ int report_main(int argc, char **argv)
 				return LH_EXIT_USAGE;
 			break;
 		case OPT_HEATMAP:
-			err = lh_output_check(optarg);
-			if (err) {
-				lh_usage_error(TOOL, "--heatmap '%s': cannot be written (%s); give an "
-					       "SVG file in a writable folder", optarg,
-					       err == -ELOOP ? "a symbolic link" :
-					       err == -EINVAL ? "not a regular file" : strerror(-err));
+			if (lh_check_file_opt("--heatmap", optarg, "an SVG file", TOOL))
 				return LH_EXIT_USAGE;
-			}
 			heatmap = optarg;
 			break;
 		case OPT_HEATMAP_HIST:
