@@ -386,21 +386,27 @@ static int read_array(struct lh_session *s, uint32_t buf)
 	return 0;
 }
 
-static int add_keyed(struct lh_session *s, const void *k, const void *values)
+/* The report key of a per-process or per-thread BPF key. */
+static struct lh_key report_key(const struct lh_session *s, const struct runq_hist_key *rk)
 {
-	const struct runq_hist_key *rk = k;
-	struct runq_ctx *x = s->tool;
-	struct lh_key key = {};
+	const struct runq_ctx *x = s->tool;
+	struct lh_key key = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = rk->tgid,
+			      .birth_ns = rk->birth_ns };
 
-	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
-		return 0;
-	key.fields = LH_KEY_PID | LH_KEY_COMM;
-	key.pid = rk->tgid;
-	key.birth_ns = rk->birth_ns;
 	if (x->o->group == RUNQ_GROUP_THREAD) {
 		key.fields |= LH_KEY_TID;
 		key.tid = rk->tid;
 	}
+	return key;
+}
+
+static int add_keyed(struct lh_session *s, const void *k, const void *values)
+{
+	const struct runq_hist_key *rk = k;
+	struct lh_key key = report_key(s, rk);
+
+	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
+		return 0;
 	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
 }
 
@@ -450,15 +456,8 @@ static int add_pmu(struct lh_session *s, const struct lh_key *key, const void *v
 
 static int add_pmu_keyed(struct lh_session *s, const void *k, const void *values)
 {
-	const struct runq_hist_key *rk = k;
-	struct runq_ctx *x = s->tool;
-	struct lh_key key = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = rk->tgid,
-			      .birth_ns = rk->birth_ns };
+	struct lh_key key = report_key(s, k);
 
-	if (x->o->group == RUNQ_GROUP_THREAD) {
-		key.fields |= LH_KEY_TID;
-		key.tid = rk->tid;
-	}
 	return add_pmu(s, &key, values, s->ncpus);
 }
 
