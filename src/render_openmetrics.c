@@ -12,6 +12,8 @@
  * hold lo < v <= hi (include/hist_slot.h), so a slot's hi is exactly its le.
  */
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "report.h"
 #include "version.h"
@@ -30,7 +32,7 @@ static void label_value(FILE *f, const char *s)
 }
 
 /* ns as exact decimal seconds: 256000 -> "0.000256", 1000000000 -> "1". */
-static void seconds(FILE *f, uint64_t ns)
+static const char *seconds(char buf[32], uint64_t ns)
 {
 	char frac[16];
 	int n;
@@ -38,18 +40,26 @@ static void seconds(FILE *f, uint64_t ns)
 	n = snprintf(frac, sizeof(frac), "%09" PRIu64, (uint64_t)(ns % 1000000000ULL));
 	while (n > 0 && frac[n - 1] == '0')
 		frac[--n] = 0;
-	fprintf(f, "%" PRIu64 "%s%s", (uint64_t)(ns / 1000000000ULL), n ? "." : "", frac);
+	snprintf(buf, 32, "%" PRIu64 "%s%s", (uint64_t)(ns / 1000000000ULL), n ? "." : "", frac);
+	return buf;
 }
 
-/* {first="..",key labels..,extra}: labels of one series, le last when given. */
-static void labels(FILE *f, const char *lname, const char *lval, const struct lh_key *k,
-		   const char *le_ns_str)
+/*
+ * The labels of one series without braces: name="value" first when given, then
+ * the key's fields, escaped. Built once per histogram (malloc'd; NULL without
+ * memory), since every bucket repeats them.
+ */
+static char *labels(const char *lname, const char *lval, const struct lh_key *k)
 {
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	int n = k ? lh_key_fields(k, kv) : 0;
 	const char *sep = "";
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
 
-	fputc('{', f);
+	if (!f)
+		return NULL;
 	if (lname) {
 		fprintf(f, "%s=\"", lname);
 		label_value(f, lval);
@@ -62,40 +72,32 @@ static void labels(FILE *f, const char *lname, const char *lval, const struct lh
 		fputc('"', f);
 		sep = ",";
 	}
-	if (le_ns_str)
-		fprintf(f, "%sle=\"%s\"", sep, le_ns_str);
-	fputc('}', f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 static void hist_series(FILE *f, const char *family, const char *lname, const struct lh_hist *h,
 			const struct lh_meta *m)
 {
 	uint64_t cum = 0, u = m->scheme.unit_ns;
-	const char *lval = lname ? h->name : NULL;
+	char *l = labels(lname, lname ? h->name : NULL, &h->key), sec[32];
+	const char *sep;
 
+	if (!l)
+		return;
+	sep = *l ? "," : "";
 	for (uint32_t s = 0; s + 1 < h->nslots; s++) {
-		char le[48];
-		FILE *mf;
-
 		cum += h->slots[s];
-		mf = fmemopen(le, sizeof(le), "w");
-		if (!mf)
-			return;
-		seconds(mf, lh_slot_hi(s, m->scheme.precision) * u);
-		fclose(mf);
-		fprintf(f, "%s_bucket", family);
-		labels(f, lname, lval, &h->key, le);
-		fprintf(f, " %" PRIu64 "\n", cum);
+		fprintf(f, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", family, l, sep,
+			seconds(sec, lh_slot_hi(s, m->scheme.precision) * u), cum);
 	}
-	fprintf(f, "%s_bucket", family);
-	labels(f, lname, lval, &h->key, "+Inf");
-	fprintf(f, " %" PRIu64 "\n%s_sum", h->count, family);
-	labels(f, lname, lval, &h->key, NULL);
-	fputc(' ', f);
-	seconds(f, h->sum_ns);
-	fprintf(f, "\n%s_count", family);
-	labels(f, lname, lval, &h->key, NULL);
-	fprintf(f, " %" PRIu64 "\n", h->count);
+	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", family, l, sep, h->count);
+	fprintf(f, "%s_sum{%s} %s\n", family, l, seconds(sec, h->sum_ns));
+	fprintf(f, "%s_count{%s} %" PRIu64 "\n", family, l, h->count);
+	free(l);
 }
 
 /* HELP/TYPE (and, in OpenMetrics, UNIT) of a family. A counter's samples end in
@@ -118,7 +120,7 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 {
 	const struct lh_meta *m = &r->meta;
 	bool bio = !strcmp(m->tool, "bio");
-	char name[96];
+	char name[96], sec[32];
 
 	snprintf(name, sizeof(name), "lathist_%s_latency_seconds", m->tool);
 	family(f, strict, name, "histogram", "seconds", bio ?
@@ -141,9 +143,11 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 		       "Bytes of the requests completed (taken at issue).");
 		for (size_t i = 0; i < r->nhists; i++)
 			if (!strcmp(r->hists[i].name, "total")) {
-				fputs("lathist_bio_bytes_total", f);
-				labels(f, NULL, NULL, &r->hists[i].key, NULL);
-				fprintf(f, " %" PRIu64 "\n", r->hists[i].bytes);
+				char *l = labels(NULL, NULL, &r->hists[i].key);
+
+				fprintf(f, "lathist_bio_bytes_total{%s} %" PRIu64 "\n", l ? l : "",
+					r->hists[i].bytes);
+				free(l);
 			}
 	}
 	for (int loss = 0; loss <= 1; loss++) {
@@ -164,10 +168,8 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 	}
 	snprintf(name, sizeof(name), "lathist_%s_duration_seconds", m->tool);
 	family(f, strict, name, "gauge", "seconds", "Time this aggregate covers.");
-	fprintf(f, "%s ", name);
-	seconds(f, m->duration_ns);
+	fprintf(f, "%s %s\n", name, seconds(sec, m->duration_ns));
 	snprintf(name, sizeof(name), "lathist_%s_info", m->tool);
-	fputc('\n', f);
 	family(f, strict, name, "gauge", NULL, "Measurement metadata (value always 1).");
 	fprintf(f, "%s{version=\"%s\",kernel=\"", name, LATHIST_VERSION);	/* no per-interval label */
 	label_value(f, m->kernel);
