@@ -126,11 +126,10 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 	return n;
 }
 
-static const uint64_t *trend_events;
-
-static int by_events(const void *a, const void *b)
+static int by_events(const void *a, const void *b, void *events)
 {
-	uint64_t x = trend_events[*(const size_t *)a], y = trend_events[*(const size_t *)b];
+	const uint64_t *ev = events;
+	uint64_t x = ev[*(const size_t *)a], y = ev[*(const size_t *)b];
 
 	return x < y ? -1 : x > y;
 }
@@ -148,8 +147,7 @@ enum lh_trend lh_loss_trend(const uint64_t *events, const uint64_t *lost, size_t
 		return LH_TREND_NONE;
 	for (size_t i = 0; i < n; i++)
 		idx[i] = i;
-	trend_events = events;
-	qsort(idx, n, sizeof(*idx), by_events);
+	qsort_r(idx, n, sizeof(*idx), by_events, (void *)events);
 	for (size_t i = 0; i < n; i++) {
 		int half = i >= n / 2;
 
