@@ -8,7 +8,9 @@
  * task local storage (no PID-keyed table, freed with the task); raw_tp
  * programs, for kernels without tp_btf or task storage, keep it in a hash
  * keyed by pid whose entries carry the task's start time so PID reuse is
- * detected and counted. The loader loads one variant.
+ * detected and counted. Classic tracepoints (tracefs; for kernels where
+ * neither loads) see pids, not task pointers: see the "tracepoint" section.
+ * The loader loads one variant.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -20,6 +22,7 @@
 #include "pmu.h"
 
 #define TASK_RUNNING 0
+#define TASK_DEAD 0x80		/* include/linux/sched.h, since 4.14 */
 
 /* Options, set by the loader before load. */
 const volatile __u32 group = RUNQ_GROUP_TOTAL;
@@ -34,6 +37,8 @@ const volatile bool switch_has_prev_state = true;
 const volatile bool oncpu_on;
 const volatile __u32 pmu_n;		/* counters, 0..LH_MAX_PMU */
 const volatile __u32 pmu_ncpus;		/* runq_pmu_events index = counter * pmu_ncpus + cpu */
+/* Classic tracepoint variant: a task's filters are known only while it runs. */
+const volatile bool tp_classic;
 
 /* total and per-CPU: index = (kind - 1) + RUNQ_NR_HISTS * buf */
 struct {
@@ -282,8 +287,13 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	if (!switch_has_prev_state)
 		prev_state = task_state(prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
-	if (!runnable)		/* going to sleep: its wakeup starts the next wait */
+	if (!runnable) {	/* going to sleep: its wakeup starts the next wait */
+		/* its last switch: a preemption after sched_process_exit made a
+		 * pid entry again (task storage goes with the task) */
+		if (!btf && (prev_state & TASK_DEAD))
+			bpf_map_delete_elem(&runq_pid_start, &tid);
 		return 0;
+	}
 	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, tid, tgid)) {
 		c->v[LH_EV_FILTERED]++;
@@ -303,16 +313,19 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	return now;
 }
 
-/* next gets the CPU: the end of its wait. */
-/* A record of this wait for the ring buffer, when it passes --slower-than. */
-static __always_inline void record_wait(struct task_struct *prev, struct task_struct *next,
-					__u32 tid, __u32 tgid, __u32 kind, __u32 start_cpu,
-					__u64 now, __u64 delta, bool btf, struct lh_counters *c)
+/*
+ * A record of a wait for the ring buffer when it passes --slower-than, all
+ * but the two comms (the caller fills them and submits); NULL when none.
+ */
+static __always_inline struct runq_record *record_begin(__u32 tid, __u32 tgid, __u32 kind,
+							__u32 start_cpu, __u32 prev_tid,
+							__u64 now, __u64 delta,
+							struct lh_counters *c)
 {
 	struct runq_record *r = lh_record_reserve(c, delta, sizeof(*r));
 
 	if (!r)
-		return;
+		return NULL;
 	r->type = LH_REC_RUNQ;
 	r->kind = kind;
 	r->ts_ns = now;
@@ -321,8 +334,21 @@ static __always_inline void record_wait(struct task_struct *prev, struct task_st
 	r->tid = tid;
 	r->cpu = bpf_get_smp_processor_id();
 	r->start_cpu = start_cpu;
-	r->prev_tid = TREAD(btf, prev, pid);
+	r->prev_tid = prev_tid;
 	r->pad = 0;
+	return r;
+}
+
+/* The record of next's wait, read at its switch-in (tp_btf, raw_tp). */
+static __always_inline void record_wait(struct task_struct *prev, struct task_struct *next,
+					__u32 tid, __u32 tgid, __u32 kind, __u32 start_cpu,
+					__u64 now, __u64 delta, bool btf, struct lh_counters *c)
+{
+	struct runq_record *r = record_begin(tid, tgid, kind, start_cpu, TREAD(btf, prev, pid),
+					     now, delta, c);
+
+	if (!r)
+		return;
 	BPF_CORE_READ_STR_INTO(&r->comm, next, comm);
 	BPF_CORE_READ_STR_INTO(&r->prev_comm, prev, comm);
 	lh_record_submit(r);
@@ -335,6 +361,7 @@ struct next_task {
 	bool selected;		/* passes -p, -t, --cgroup */
 };
 
+/* next gets the CPU: the end of its wait. */
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
 					 const struct next_task *n, __u64 now, bool btf,
 					 struct lh_counters *c, __u32 buf)
@@ -444,6 +471,10 @@ static __always_inline void on_slice(struct task_struct *prev, struct task_struc
 	end = sl->tid && ptid == sl->tid;
 	if (sl->tid && !end)
 		c->v[LH_LOSS_SLICE_UNPAIRED]++;	/* a switch on this CPU was missed */
+	/* tracepoint: the slice began unfiltered (only a pid was known); prev is
+	 * current now, so its filters decide */
+	if (end && tp_classic && !task_selected(prev, ptid, TREAD(btf, prev, tgid)))
+		end = false;
 	start = ntid && n->selected && cpu_selected(cpu);
 	if (!end && !start) {
 		sl->tid = 0;
@@ -613,6 +644,277 @@ SEC("raw_tp/sched_process_exit")
 int BPF_PROG(runq_exit_raw, struct task_struct *p)
 {
 	return on_exit(p, false);
+}
+
+/*
+ * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
+ *
+ * Their records carry pids and comms, not task pointers, so:
+ * - starts live in runq_pid_start keyed by pid and are deleted at
+ *   sched_process_exit, which the exiting task runs before its pid can be
+ *   freed: an entry never outlives its task unless that event is missed (then
+ *   the next task with the pid replaces it: overwritten_start);
+ * - a wait is paired at its switch-in but counted when the same task next
+ *   leaves this CPU: then it is current (bpf_get_current_task), so its tgid,
+ *   start time, cgroup and comm are read from the task itself for the filters,
+ *   the keys and the record. Counts lag by one slice; waits whose slice has not
+ *   ended when tracing stops are not counted (at most one per CPU);
+ * - a wakeup of the task its CPU is running (runq_cpu_tid) starts no wait.
+ */
+
+/* The pid each CPU runs, from the last sched_switch there; entries = possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} runq_cpu_tid SEC(".maps");
+
+enum { PEND_WAIT = 1, PEND_NO_ENTRY, PEND_NO_START };
+
+/* A wait ended by a switch-in on this CPU, counted at that task's switch-out. */
+struct runq_pending {
+	__u64 start_ns, end_ns;
+	__u32 tid;			/* 0: nothing pending */
+	__u32 state;			/* PEND_* */
+	__u32 kind, start_cpu, prev_tid, pad;
+	char prev_comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct runq_pending);
+} runq_pending SEC(".maps");
+
+/*
+ * sched_switch's prev_state field is __trace_sched_switch_state(): 0 for
+ * TASK_RUNNING, TASK_REPORT_MAX (0x100 since 4.14) for a preemption, else one
+ * bit of TASK_REPORT (0x7f) or TASK_REPORT_IDLE (0x80): runnable when the bits
+ * below 0x100 are clear (the tracepoint's own print format tests the same mask).
+ */
+static __always_inline bool tp_runnable(long prev_state)
+{
+	return !(prev_state & 0xff);
+}
+
+/* The start entry of pid tid, created when create is set; NULL (counted) when full. */
+static __always_inline struct runq_start *tp_start(__u32 tid, bool create, struct lh_counters *c)
+{
+	struct runq_start *s = bpf_map_lookup_elem(&runq_pid_start, &tid), init = {};
+	long err;
+
+	if (s || !create)
+		return s;
+	err = bpf_map_update_elem(&runq_pid_start, &tid, &init, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&runq_pid_start, &tid);
+}
+
+static __always_inline int tp_wakeup(__u32 tid, __u32 target_cpu)
+{
+	struct runq_start *s;
+	__u32 *on, buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c || !tid)
+		return 0;
+	if (filter_tid && tid != filter_tid) {	/* -p and --cgroup wait for the task to run */
+		c->v[LH_EV_FILTERED]++;
+		return 0;
+	}
+	on = bpf_map_lookup_elem(&runq_cpu_tid, &target_cpu);	/* target_cpu = task_cpu(p) */
+	if (on && *on == tid) {
+		c->v[LH_EV_WAKEUP_RUNNING]++;
+		return 0;
+	}
+	s = tp_start(tid, true, c);
+	if (!s)
+		return 0;
+	if (s->ts) {
+		if (s->kind == RUNQ_PREEMPT) {	/* preempted and still queued: that wait goes on */
+			c->v[LH_EV_WAKEUP_QUEUED]++;
+			return 0;
+		}
+		c->v[LH_LOSS_OVERWRITTEN]++;
+	}
+	s->ts = bpf_ktime_get_ns();
+	s->kind = RUNQ_WAKEUP;
+	s->cpu = bpf_get_smp_processor_id();
+	c->v[LH_EV_STARTS_WAKEUP]++;
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_wakeup")
+int runq_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	return tp_wakeup(ctx->pid, ctx->target_cpu);
+}
+
+SEC("tracepoint/sched/sched_wakeup_new")
+int runq_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	return tp_wakeup(ctx->pid, ctx->target_cpu);
+}
+
+/* Count the wait pending on this CPU: cur (current) is leaving, with pid ptid. */
+static __always_inline void tp_account(struct runq_pending *pd, struct task_struct *cur,
+				       __u32 ptid, struct lh_counters *c, __u32 buf)
+{
+	__u32 tid = pd->tid, tgid;
+	struct runq_record *r;
+	__u64 delta;
+
+	pd->tid = 0;
+	if (ptid != tid) {	/* a switch on this CPU was missed: so was this wait */
+		c->v[LH_EV_ENDS]++;
+		c->v[LH_LOSS_UNPAIRED]++;
+		return;
+	}
+	tgid = BPF_CORE_READ(cur, tgid);
+	if (!task_selected(cur, tid, tgid)) {
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	c->v[LH_EV_ENDS]++;
+	if (pd->state == PEND_NO_ENTRY) {
+		/* never seen since tracing began: see on_switch_in() */
+		if (BPF_CORE_READ(cur, start_time) > lh_start_ns)
+			c->v[LH_LOSS_UNPAIRED]++;
+		else
+			c->v[LH_EV_BEFORE_TRACE]++;
+		return;
+	}
+	if (pd->state != PEND_WAIT) {
+		c->v[LH_LOSS_UNPAIRED]++;
+		return;
+	}
+	if (!lh_delta(c, pd->start_ns, pd->end_ns, &delta))
+		return;
+	if (hist_record(cur, tid, tgid, pd->kind, delta, false, c, buf))
+		c->v[LH_EV_PAIRED]++;
+	r = record_begin(tid, tgid, pd->kind, pd->start_cpu, pd->prev_tid, pd->end_ns, delta, c);
+	if (!r)
+		return;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	__builtin_memcpy(r->prev_comm, pd->prev_comm, sizeof(r->prev_comm));
+	lh_record_submit(r);
+}
+
+/* cur (current, pid ptid) leaves the CPU: a runnable one starts a preemption wait. */
+static __always_inline void tp_switch_out(struct task_struct *cur, __u32 ptid, long prev_state,
+					  __u64 now, struct lh_counters *c)
+{
+	struct runq_start *s;
+
+	if (prev_state & 0x30) {
+		/* EXIT_DEAD or EXIT_ZOMBIE: its last switch. A preemption after
+		 * sched_process_exit made an entry again: free it */
+		bpf_map_delete_elem(&runq_pid_start, &ptid);
+		return;
+	}
+	if (!tp_runnable(prev_state))
+		return;
+	if (!task_selected(cur, ptid, BPF_CORE_READ(cur, tgid))) {
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	s = tp_start(ptid, true, c);
+	if (!s)
+		return;
+	if (s->ts)		/* a start of a task on the CPU: its switch-in was missed */
+		c->v[LH_LOSS_OVERWRITTEN]++;
+	s->ts = now;
+	s->kind = RUNQ_PREEMPT;
+	s->cpu = bpf_get_smp_processor_id();
+	c->v[LH_EV_STARTS_PREEMPT]++;
+}
+
+/* pid ntid gets the CPU: take its start, to be counted at its switch-out. */
+static __always_inline void tp_switch_in(struct runq_pending *pd,
+					 struct trace_event_raw_sched_switch *ctx, __u32 ntid,
+					 __u64 now, struct lh_counters *c)
+{
+	struct runq_start *s = tp_start(ntid, false, c);
+
+	if ((filter_tid && ntid != filter_tid) || !cpu_selected(bpf_get_smp_processor_id())) {
+		if (s)
+			s->ts = 0;
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	pd->tid = ntid;
+	pd->end_ns = now;
+	pd->prev_tid = ctx->prev_pid;
+	if (slower_than_ns != ~0ULL)
+		bpf_core_read(pd->prev_comm, sizeof(pd->prev_comm), &ctx->prev_comm);
+	if (!s) {
+		pd->state = PEND_NO_ENTRY;
+		return;
+	}
+	pd->state = s->ts && (s->kind == RUNQ_WAKEUP || s->kind == RUNQ_PREEMPT) ?
+		    PEND_WAIT : PEND_NO_START;
+	pd->start_ns = s->ts;
+	pd->kind = s->kind;
+	pd->start_cpu = s->cpu;
+	s->ts = 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
+{
+	/* sched_switch fires in __schedule() before the switch: current is prev */
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	__u32 ptid = ctx->prev_pid, ntid = ctx->next_pid, cpu = bpf_get_smp_processor_id();
+	__u32 zero = 0, buf, *on;
+	struct lh_counters *c = lh_counters(&buf);
+	struct runq_pending *pd;
+	struct next_task n = {};
+	__u64 now;
+
+	if (!c)
+		return 0;
+	pd = bpf_map_lookup_elem(&runq_pending, &zero);
+	if (!pd)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (pd->tid)
+		tp_account(pd, cur, ptid, c, buf);
+	if (ptid)		/* the idle task is never paired */
+		tp_switch_out(cur, ptid, ctx->prev_state, now, c);
+	on = bpf_map_lookup_elem(&runq_cpu_tid, &cpu);
+	if (on)
+		*on = ntid;
+	if (ntid)
+		tp_switch_in(pd, ctx, ntid, now, c);
+	if (oncpu_on) {
+		/* the slice starts unfiltered but for -t; on_slice() filters at its end */
+		n.tid = ntid;
+		n.selected = !filter_tid || ntid == filter_tid;
+		on_slice(cur, NULL, &n, now, false, c, buf);
+	}
+	return 0;
+}
+
+/* The exiting task is current; its pid is freed only after this. */
+SEC("tracepoint/sched/sched_process_exit")
+int runq_exit_tp(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), buf;
+	struct lh_counters *c = lh_counters(&buf);
+	struct runq_start *s;
+
+	if (!tid)
+		return 0;
+	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
+	if (c && s && s->ts)
+		c->v[LH_LOSS_OVERWRITTEN]++;
+	bpf_map_delete_elem(&runq_pid_start, &tid);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -121,6 +121,17 @@ int lh_tp_nargs(const char *tp)
 	return n;
 }
 
+bool lh_tracefs_has(const char *event)
+{
+	/* libbpf's tracefs_path(): debugfs's tracing folder when it exists */
+	const char *root = access("/sys/kernel/debug/tracing", F_OK) ? "/sys/kernel/tracing" :
+				"/sys/kernel/debug/tracing";
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/events/%s/id", root, event);
+	return !access(path, R_OK);
+}
+
 bool lh_probe_tp_btf_task_storage(void)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK))

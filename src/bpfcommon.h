@@ -40,6 +40,13 @@ int lh_check_btf(char *msg, size_t len);
  */
 int lh_tp_nargs(const char *tp);
 
+/*
+ * Does tracefs list the event ("sched/sched_switch"), so that a classic
+ * tracepoint program can attach? Looks where libbpf does:
+ * /sys/kernel/debug/tracing when that exists, else /sys/kernel/tracing.
+ */
+bool lh_tracefs_has(const char *event);
+
 /* Whether tp_btf programs with task local storage can run here (BTF, 5.11+). */
 bool lh_probe_tp_btf_task_storage(void);
 

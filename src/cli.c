@@ -29,7 +29,8 @@ const char lh_common_help[] =
 	"                         0.0.4, for node_exporter's textfile collector)\n"
 	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
 	"                         owner) instead of stdout; - is stdout\n"
-	"      --attach TYPE      auto (default), tp_btf or raw_tp\n"
+	"      --attach TYPE      auto (default: tp_btf, else raw_tp, else tracepoint),\n"
+	"                         tp_btf, raw_tp or tracepoint (classic; needs tracefs)\n"
 	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
 	"                         (default 10240; overflow is counted as hist_map_full)\n"
 	"      --slower-than DUR  also emit one record per event at or over DUR (e.g. 10ms,\n"
@@ -344,15 +345,30 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	case LH_OPT_ATTACH:
 		if (!strcmp(arg, "auto")) {
 			o->attach = LH_ATTACH_AUTO;
-		} else if (!strcmp(arg, "tp_btf")) {
-			o->attach = LH_ATTACH_TP_BTF;
-		} else if (!strcmp(arg, "raw_tp")) {
-			o->attach = LH_ATTACH_RAW_TP;
-		} else {
-			lh_usage_error(tool, "--attach '%s': unknown attach type; use auto, tp_btf or raw_tp", arg);
+		} else if (lh_attach_parse(arg, &o->attach)) {
+			lh_usage_error(tool, "--attach '%s': unknown attach type; use auto, tp_btf, "
+				       "raw_tp or tracepoint", arg);
 			return -EINVAL;
 		}
 		return 0;
+	case LH_OPT_TEST_REJECT: {
+		char *list = strdup(arg), *save = NULL;
+		enum lh_attach_mode t;
+		int err = 0;
+
+		for (char *w = list ? strtok_r(list, ",", &save) : NULL; w;
+		     w = strtok_r(NULL, ",", &save)) {
+			if (lh_attach_parse(w, &t)) {
+				lh_usage_error(tool, "--test-reject '%s': give tp_btf, raw_tp or "
+					       "tracepoint, comma-separated", arg);
+				err = -EINVAL;
+				break;
+			}
+			o->test_reject |= 1U << t;
+		}
+		free(list);
+		return list ? err : -ENOMEM;
+	}
 	case LH_OPT_MAX_KEYS:
 		if (lh_parse_u32(arg, 1, 1U << 24, &o->max_keys)) {
 			lh_usage_error(tool, "--max-keys '%s': give a number from 1 to 16777216", arg);
@@ -418,6 +434,31 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	default:
 		return 1;
 	}
+}
+
+const char *lh_attach_name(enum lh_attach_mode t)
+{
+	switch (t) {
+	case LH_ATTACH_TP_BTF:
+		return "tp_btf";
+	case LH_ATTACH_RAW_TP:
+		return "raw_tp";
+	case LH_ATTACH_TRACEPOINT:
+		return "tracepoint";
+	default:
+		return "auto";
+	}
+}
+
+int lh_attach_parse(const char *s, enum lh_attach_mode *t)
+{
+	for (enum lh_attach_mode i = LH_ATTACH_TP_BTF; i <= LH_ATTACH_TRACEPOINT; i++) {
+		if (!strcmp(s, lh_attach_name(i))) {
+			*t = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 bool lh_same_file(const char *a, const char *b)

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 enum lh_format { LH_FMT_TEXT, LH_FMT_JSON, LH_FMT_CSV, LH_FMT_OPENMETRICS, LH_FMT_PROMETHEUS };
-enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP };
+/* --attach: AUTO tries the others in this order (tp_btf, raw_tp, classic tracepoint). */
+enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP, LH_ATTACH_TRACEPOINT };
 
 /* Exit statuses of every verb. */
 enum { LH_EXIT_OK = 0, LH_EXIT_RUNTIME = 1, LH_EXIT_USAGE = 2 };
@@ -42,6 +43,7 @@ struct lh_common_opts {
 	const char *verb;		/* for messages when not the report's tool (report) */
 	uint32_t consumer_delay_us;	/* test only: sleep per record consumed */
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
+	unsigned int test_reject;	/* test only: bit 1 << type fails that type's load */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 
@@ -57,6 +59,7 @@ enum {
 	LH_OPT_KERNEL_WAKEUP,
 	LH_OPT_SERIES,
 	LH_OPT_ANONYMIZE,
+	LH_OPT_TEST_REJECT,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -80,7 +83,8 @@ enum {
 	{ "test-consumer-delay-us", required_argument, NULL, LH_OPT_CONSUMER_DELAY }, \
 	{ "test-kernel-wakeup", no_argument, NULL, LH_OPT_KERNEL_WAKEUP }, \
 	{ "series", required_argument, NULL, LH_OPT_SERIES },          \
-	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE }
+	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE },          \
+	{ "test-reject", required_argument, NULL, LH_OPT_TEST_REJECT }
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
 void lh_common_defaults(struct lh_common_opts *o);
@@ -105,6 +109,12 @@ int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
  * 0 or -EINVAL after the message.
  */
 int lh_check_file_opt(const char *opt, const char *arg, const char *what, const char *tool);
+
+/* "tp_btf", "raw_tp", "tracepoint" (the names --attach takes and meta.attach holds); "auto". */
+const char *lh_attach_name(enum lh_attach_mode t);
+
+/* The type named s (not "auto") into *t; -EINVAL when s names none. */
+int lh_attach_parse(const char *s, enum lh_attach_mode *t);
 
 /* Do two paths name one file: the same existing inode, or the same name in the
  * same folder once the folders are resolved (a file not created yet)? */

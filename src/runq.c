@@ -254,10 +254,9 @@ static const char *group_name(enum runq_group g)
 	}
 }
 
-static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
+static void init_meta(struct lh_session *s, struct runq_opts *o)
 {
 	struct lh_meta *m = &s->report.meta;
-	const char *type = btf ? "tp_btf" : "raw_tp";
 
 	lh_session_init(s, &o->c, TOOL, runq_kinds, o->oncpu ? 3 : 2, group_name(o->group));
 	m->tool_bit = LH_TOOL_RUNQ;
@@ -265,18 +264,27 @@ static void init_meta(struct lh_session *s, struct runq_opts *o, bool btf)
 		m->features |= LH_FEAT_ONCPU;
 	if (o->npmu)
 		m->features |= LH_FEAT_COUNTERS;
-	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup", type };
-	m->attach[m->nattach++] = (struct lh_attach){ "sched_wakeup_new", type };
-	m->attach[m->nattach++] = (struct lh_attach){ "sched_switch", type };
-	m->attach[m->nattach++] = (struct lh_attach){ "sched_process_exit", type };
 	if (o->tid)
 		lh_meta_add_filter(m, "tid", true, "%u", o->tid);
 	if (o->cpus_set)
 		lh_meta_add_filter(m, "cpus", false, "%s", o->cpus);
 }
 
-static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool has_storage)
+/* The tracepoints runq attaches, all of one type. */
+static void meta_attach(struct lh_meta *m, enum lh_attach_mode type)
 {
+	static const char *const tps[] = { "sched_wakeup", "sched_wakeup_new", "sched_switch",
+					   "sched_process_exit" };
+
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++)
+		m->attach[m->nattach++] = (struct lh_attach){ tps[i], lh_attach_name(type) };
+}
+
+static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_mode type,
+			bool has_storage)
+{
+	bool btf = type == LH_ATTACH_TP_BTF, raw = type == LH_ATTACH_RAW_TP;
+	bool tp = type == LH_ATTACH_TRACEPOINT;
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
 	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	int nargs = lh_tp_nargs("sched_switch");
@@ -301,6 +309,8 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool 
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
+	s->rodata->tp_classic = tp;
+	bpf_map__set_max_entries(s->maps.runq_cpu_tid, tp ? (uint32_t)libbpf_num_possible_cpus() : 1);
 	s->rodata->oncpu_on = o->oncpu;
 	s->rodata->pmu_n = (uint32_t)o->npmu;
 	s->rodata->pmu_ncpus = (uint32_t)libbpf_num_possible_cpus();
@@ -319,11 +329,15 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, bool btf, bool 
 	bpf_program__set_autoload(s->progs.runq_wakeup_btf, btf);
 	bpf_program__set_autoload(s->progs.runq_wakeup_new_btf, btf);
 	bpf_program__set_autoload(s->progs.runq_switch_btf, btf);
-	bpf_program__set_autoload(s->progs.runq_wakeup_raw, !btf);
-	bpf_program__set_autoload(s->progs.runq_wakeup_new_raw, !btf);
-	bpf_program__set_autoload(s->progs.runq_switch_raw, !btf);
 	bpf_program__set_autoload(s->progs.runq_exit_btf, btf);
-	bpf_program__set_autoload(s->progs.runq_exit_raw, !btf);
+	bpf_program__set_autoload(s->progs.runq_wakeup_raw, raw);
+	bpf_program__set_autoload(s->progs.runq_wakeup_new_raw, raw);
+	bpf_program__set_autoload(s->progs.runq_switch_raw, raw);
+	bpf_program__set_autoload(s->progs.runq_exit_raw, raw);
+	bpf_program__set_autoload(s->progs.runq_wakeup_tp, tp);
+	bpf_program__set_autoload(s->progs.runq_wakeup_new_tp, tp);
+	bpf_program__set_autoload(s->progs.runq_switch_tp, tp);
+	bpf_program__set_autoload(s->progs.runq_exit_tp, tp);
 	return value_size;
 }
 
@@ -336,12 +350,16 @@ static int attach(void *skel, bool verbose)
 	struct lh_prog_link order[] = {
 		{ s->progs.runq_switch_btf, &s->links.runq_switch_btf },
 		{ s->progs.runq_switch_raw, &s->links.runq_switch_raw },
+		{ s->progs.runq_switch_tp, &s->links.runq_switch_tp },
 		{ s->progs.runq_wakeup_new_btf, &s->links.runq_wakeup_new_btf },
 		{ s->progs.runq_wakeup_new_raw, &s->links.runq_wakeup_new_raw },
+		{ s->progs.runq_wakeup_new_tp, &s->links.runq_wakeup_new_tp },
 		{ s->progs.runq_wakeup_btf, &s->links.runq_wakeup_btf },
 		{ s->progs.runq_wakeup_raw, &s->links.runq_wakeup_raw },
+		{ s->progs.runq_wakeup_tp, &s->links.runq_wakeup_tp },
 		{ s->progs.runq_exit_btf, &s->links.runq_exit_btf },
 		{ s->progs.runq_exit_raw, &s->links.runq_exit_raw },
+		{ s->progs.runq_exit_tp, &s->links.runq_exit_tp },
 	};
 
 	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
@@ -628,14 +646,21 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 			prev);
 }
 
+static int load(void *skel)
+{
+	return runq_bpf__load(skel);
+}
+
 int runq_main(int argc, char **argv)
 {
 	struct runq_opts o;
 	struct runq_ctx x = { .o = &o };
 	struct lh_session s;
-	size_t value_size;
-	bool btf, has_storage;
-	int err;
+	enum lh_attach_mode types[3], type = LH_ATTACH_AUTO;
+	size_t value_size = 0;
+	bool has_storage;
+	char what[64];
+	int err, ntypes;
 
 	err = runq_parse_args(argc, argv, &o);
 	if (err)
@@ -643,15 +668,11 @@ int runq_main(int argc, char **argv)
 	if (lh_preflight(TOOL, &o.c))
 		return LH_EXIT_RUNTIME;
 	has_storage = lh_probe_tp_btf_task_storage();
-	btf = has_storage;
-	if (o.c.attach == LH_ATTACH_TP_BTF && !btf) {
-		fprintf(stderr, "lathist runq: --attach tp_btf: this kernel lacks BPF task storage "
-			"(5.11+); use --attach raw_tp\n");
+	ntypes = lh_attach_candidates(TOOL, o.c.attach, has_storage, "BPF task storage (5.11+)",
+				      "sched/sched_switch", types);
+	if (!ntypes)
 		return LH_EXIT_RUNTIME;
-	}
-	if (o.c.attach == LH_ATTACH_RAW_TP)
-		btf = false;
-	init_meta(&s, &o, btf);
+	init_meta(&s, &o);
 	if (o.npmu && open_counters(&x, &s.report.meta)) {
 		free(x.pmu_fds);
 		return LH_EXIT_RUNTIME;
@@ -660,13 +681,23 @@ int runq_main(int argc, char **argv)
 	s.max_value_size = sizeof(struct lh_pmu_val);
 	s.format_record = format_record;
 	s.tool = &x;
-	x.skel = runq_bpf__open();
-	if (!x.skel) {
-		fprintf(stderr, "lathist runq: cannot open the BPF object: %s\n", strerror(errno));
-		return LH_EXIT_RUNTIME;
+	/* each type in turn until one loads (auto), else the one asked for */
+	for (int i = 0; i < ntypes; i++) {
+		type = types[i];
+		x.skel = runq_bpf__open();
+		if (!x.skel) {
+			fprintf(stderr, "lathist runq: cannot open the BPF object: %s\n",
+				strerror(errno));
+			return LH_EXIT_RUNTIME;
+		}
+		value_size = configure(x.skel, &o, type, has_storage);
+		err = lh_load_as(TOOL, &o.c, type, i + 1 < ntypes ? types[i + 1] : LH_ATTACH_AUTO,
+				 load, x.skel);
+		if (!err || err == -EPERM || i + 1 == ntypes)
+			break;
+		runq_bpf__destroy(x.skel);
 	}
-	value_size = configure(x.skel, &o, btf, has_storage);
-	err = runq_bpf__load(x.skel);
+	meta_attach(&s.report.meta, type);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
 	if (!err && o.npmu && fill_counters(&x)) {
@@ -675,8 +706,8 @@ int runq_main(int argc, char **argv)
 		free(x.pmu_fds);
 		return LH_EXIT_RUNTIME;
 	}
-	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel,
-			      btf ? "runqueue latency (tp_btf)" : "runqueue latency (raw_tp)");
+	snprintf(what, sizeof(what), "runqueue latency (%s)", lh_attach_name(type));
+	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
 	runq_bpf__destroy(x.skel);
 	if (x.pmu_fds)
 		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);

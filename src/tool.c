@@ -78,6 +78,55 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 	return err;
 }
 
+int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok,
+			 const char *btf_why, const char *tp_event, enum lh_attach_mode out[3])
+{
+	bool tracefs = lh_tracefs_has(tp_event);
+	int n = 0;
+
+	switch (mode) {
+	case LH_ATTACH_TP_BTF:
+		if (!btf_ok) {
+			fprintf(stderr, "lathist %s: --attach tp_btf: this kernel lacks %s; use "
+				"--attach auto (or raw_tp)\n", tool, btf_why);
+			return 0;
+		}
+		out[n++] = mode;
+		break;
+	case LH_ATTACH_TRACEPOINT:
+		if (!tracefs) {
+			fprintf(stderr, "lathist %s: --attach tracepoint: tracefs does not list %s "
+				"(not mounted?); mount -t tracefs nodev /sys/kernel/tracing, or use "
+				"--attach auto\n", tool, tp_event);
+			return 0;
+		}
+		out[n++] = mode;
+		break;
+	case LH_ATTACH_RAW_TP:
+		out[n++] = mode;
+		break;
+	default:
+		if (btf_ok)
+			out[n++] = LH_ATTACH_TP_BTF;
+		out[n++] = LH_ATTACH_RAW_TP;
+		if (tracefs)
+			out[n++] = LH_ATTACH_TRACEPOINT;
+	}
+	return n;
+}
+
+int lh_load_as(const char *tool, const struct lh_common_opts *o, enum lh_attach_mode t,
+	       enum lh_attach_mode next, int (*load)(void *skel), void *skel)
+{
+	int err = (o->test_reject & (1U << t)) ? -EINVAL : load(skel);
+
+	if (err && next != LH_ATTACH_AUTO && err != -EPERM)
+		fprintf(stderr, "lathist %s: the %s programs did not load (%s%s); trying %s\n",
+			tool, lh_attach_name(t), strerror(-err),
+			o->verbose ? "" : ", -v shows the verifier log", lh_attach_name(next));
+	return err;
+}
+
 void lh_load_error(const char *tool, int err, bool verbose)
 {
 	const char *why;
@@ -90,7 +139,8 @@ void lh_load_error(const char *tool, int err, bool verbose)
 	case EACCES:
 	case EINVAL:
 		why = "the kernel's verifier rejected a program (this kernel may lack a feature "
-		      "lathist needs; try --attach raw_tp)";
+		      "lathist needs; lathist doctor says which, and another --attach type "
+		      "may load)";
 		break;
 	case ENOMEM:
 	case E2BIG:

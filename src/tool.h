@@ -45,6 +45,25 @@ struct lh_prog_link {
  */
 int lh_attach_in_order(const char *tool, const struct lh_prog_link *progs, size_t n, bool verbose);
 
+/*
+ * The attach types a tool tries, in order, into out[0..2]: for --attach auto,
+ * tp_btf when btf_ok, then raw_tp, then the classic tracepoint when tracefs
+ * lists tp_event ("sched/sched_switch"); an explicit type alone. Returns how
+ * many (1..3), or 0 after one line saying why the requested type cannot run
+ * (btf_why: what tp_btf lacks here, e.g. "BPF task storage (5.11+)").
+ */
+int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok,
+			 const char *btf_why, const char *tp_event, enum lh_attach_mode out[3]);
+
+/*
+ * Load a skeleton's object as type t (load: the skeleton's __load, on skel),
+ * or fail it with -EINVAL when --test-reject names t. When it fails and next
+ * is another type to try (not LH_ATTACH_AUTO), say so in one line. Returns 0
+ * or the negative errno.
+ */
+int lh_load_as(const char *tool, const struct lh_common_opts *o, enum lh_attach_mode t,
+	       enum lh_attach_mode next, int (*load)(void *skel), void *skel);
+
 /* One-line diagnosis of a failed skeleton load (err: negative errno). */
 void lh_load_error(const char *tool, int err, bool verbose);
 

@@ -60,6 +60,10 @@ def test_cpu_clock_matches_schedstat_raw_tp():
     oracle("raw_tp")
 
 
+def test_cpu_clock_matches_schedstat_tracepoint():
+    oracle("tracepoint")
+
+
 def test_oncpu_total_and_per_cpu():
     """--oncpu alone: the oncpu histogram next to the waits; per CPU, slices end on the
     CPU the threads are pinned to; no counters section."""

@@ -98,7 +98,7 @@ def test_flooded_ring_buffer_text_says_so():
     check("Records were dropped where the ring buffer was full" in out, out)
 
 
-def test_records_match_the_histograms():
+def records_match(attach):
     """Two CPU-bound threads on one CPU wait for each other: the records of waits at or
     over 1024 us are exactly the histogram slots from 1024 us up (count and max per
     thread and kind), on the right CPU, each after the other thread; none dropped."""
@@ -107,7 +107,8 @@ def test_records_match_the_histograms():
     with tempfile.TemporaryDirectory() as tmp:
         events = os.path.join(tmp, "events.json")
         tool = Lathist("runq", "-f", "json", "-u", "us", "--per-thread", "-p", str(pid),
-                       "--slower-than", "1024001ns", "--events", events).start()
+                       "--slower-than", "1024001ns", "--events", events,
+                       "--attach", attach).start()
         work.go()
         rows = work.wait()
         rc, out, err = tool.stop()
@@ -138,6 +139,16 @@ def test_records_match_the_histograms():
     check(got == want, f"records {got} vs histograms {want}")
     check(elsewhere <= 2 * len(tids), f"{elsewhere} records not on CPU {CPU}")
     check(doc["bias"]["records"] is False, f"bias {doc['bias']}")
+
+
+def test_records_match_the_histograms_tp_btf():
+    records_match("tp_btf")
+
+
+def test_records_match_the_histograms_tracepoint():
+    """The tracepoint path writes a wait's record when the task leaves the CPU again
+    (see README): the same records, from the tracepoint's pids and comms."""
+    records_match("tracepoint")
 
 
 def test_bio_records_no_loss():

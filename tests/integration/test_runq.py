@@ -1,4 +1,4 @@
-"""lathist runq against the kernel's own accounting (schedstat), on both attach paths.
+"""lathist runq against the kernel's own accounting (schedstat), on every attach path.
 
 Oracle (../shared/DESIGN.md): pairing wakeup or preempted switch-out with the next
 switch-in gives exactly pcount waits per thread; summed over all threads on one CPU
@@ -14,9 +14,9 @@ import subprocess
 import tempfile
 import time
 
-from lh import (Lathist, Workload, by_id, check, per_task, run, traced)
+from lh import (LATHIST, Lathist, Workload, by_id, check, per_task, run, traced)
 
-ATTACH = ("tp_btf", "raw_tp")
+ATTACH = ("tp_btf", "raw_tp", "tracepoint")
 CPU = 1 if os.cpu_count() > 1 else 0
 # after its last schedstat read a thread may still be switched out and in before exit
 COUNT_SLACK = 3
@@ -108,6 +108,10 @@ def test_mix_schedstat_raw_tp():
     mix_oracle("raw_tp")
 
 
+def test_mix_schedstat_tracepoint():
+    mix_oracle("tracepoint")
+
+
 def preempt_only(attach):
     """C2: two CPU-bound threads on one CPU: only preemption waits."""
     rows, doc = traced(Workload("mix", CPU, 2, 0, 1000), "--per-thread", "--attach", attach)
@@ -129,6 +133,10 @@ def test_preempt_only_tp_btf():
 
 def test_preempt_only_raw_tp():
     preempt_only("raw_tp")
+
+
+def test_preempt_only_tracepoint():
+    preempt_only("tracepoint")
 
 
 def test_idle_tasks_never_paired():
@@ -221,6 +229,10 @@ def test_pid_reuse_raw_tp():
     churn("raw_tp")
 
 
+def test_pid_reuse_tracepoint():
+    churn("tracepoint")
+
+
 def cgroup_woken(attach):
     """C4: --cgroup counts the woken task's waits, not the waker's."""
     path = os.path.join(cgroup2_mount(), f"lathist-test-{os.getpid()}")
@@ -255,6 +267,10 @@ def test_cgroup_tp_btf():
 
 def test_cgroup_raw_tp():
     cgroup_woken("raw_tp")
+
+
+def test_cgroup_tracepoint():
+    cgroup_woken("tracepoint")
 
 
 def test_interval_loses_nothing():
@@ -460,7 +476,8 @@ def test_full_maps_are_losses():
     """A full histogram map or start map loses events: counted once, flagged, and
     `paired` still equals what the histograms hold."""
     for args in (["--per-thread", "--max-keys", "2"],
-                 ["--attach", "raw_tp", "--max-tasks", "2"]):
+                 ["--attach", "raw_tp", "--max-tasks", "2"],
+                 ["--attach", "tracepoint", "--max-tasks", "2"]):
         rows, doc = traced(Workload("mix", CPU, 2, 1, 300), *args, pid_filter=False)
         loss = doc["loss"]
         full = loss["hist_map_full"] if "--max-keys" in args else loss["start_map_full"]
@@ -469,3 +486,71 @@ def test_full_maps_are_losses():
               f"{args}: paired {loss['paired']} != histograms' total")
         check(doc["bias"]["flag"] and any("_map_full" in r for r in doc["bias"]["reasons"]),
               f"{args}: not flagged: {doc['bias']}")
+
+
+def test_attach_paths_agree():
+    """tp_btf, raw_tp and tracepoint traced at once over one workload: per thread, each
+    path's wait count matches schedstat's pcount (LossBudget) and the paths' counts and
+    wait sums agree with each other."""
+    work = Workload("mix", CPU, 2, 1, 1500)
+    pid = work.start()
+    tools = {a: Lathist("runq", "-f", "json", "--per-thread", "-p", str(pid), "--attach", a).start()
+             for a in ATTACH}
+    work.go()
+    rows = work.wait()
+    docs = {}
+    for a, tool in tools.items():
+        rc, out, err = tool.stop()
+        check(rc == 0, f"{a}: rc {rc}: {err}")
+        docs[a] = json.loads(out)
+        check(docs[a]["meta"]["attach"]["sched_switch"] == a, f"{a}: meta {docs[a]['meta']['attach']}")
+    tasks = {a: by_id(per_task(d)) for a, d in docs.items()}
+    for r in rows:
+        counts = {a: tasks[a][r["tid"]]["count"] for a in ATTACH}
+        sums = {a: tasks[a][r["tid"]]["sum_ns"] for a in ATTACH}
+        for a in ATTACH:
+            LossBudget(docs[a]).check(counts[a], r["pcount"], f"{a} tid {r['tid']}")
+        check(max(counts.values()) - min(counts.values()) <= COUNT_SLACK,
+              f"tid {r['tid']} ({r['role']}): counts differ between paths: {counts}")
+        # three programs on one tracepoint run one after the other: each path's clock
+        # reads differ by their order, a few microseconds per wait at most
+        spread = max(sums.values()) - min(sums.values())
+        check(spread <= 0.01 * max(sums.values()) + r["pcount"] * 10_000,
+              f"tid {r['tid']} ({r['role']}): wait sums differ between paths: {sums}")
+
+
+def test_attach_fallback():
+    """auto falls back tp_btf -> raw_tp -> tracepoint when a type does not load (the
+    hidden --test-reject fails a type's load as a verifier rejection would), saying so
+    in one line each; an explicit type does not fall back."""
+    for reject, want in (("tp_btf", "raw_tp"), ("tp_btf,raw_tp", "tracepoint")):
+        rc, out, err = run("runq", "-d", "0.3", "-f", "json", "--test-reject", reject)
+        check(rc == 0, f"--test-reject {reject}: rc {rc}: {err}")
+        doc = json.loads(out)
+        check(set(doc["meta"]["attach"].values()) == {want}, f"{reject}: {doc['meta']['attach']}")
+        notes = [l for l in err.splitlines() if "did not load" in l]
+        check(len(notes) == len(reject.split(",")) and f"trying {want}" in notes[-1],
+              f"{reject}: stderr {err!r}")
+        check(doc["loss"]["paired"] > 0, f"{reject}: nothing paired on {want}")
+    rc, out, err = run("runq", "-d", "0.3", "--attach", "raw_tp", "--test-reject", "raw_tp")
+    check(rc == 1 and "cannot load the BPF programs" in err and "trying" not in err and out == "",
+          f"explicit type rejected: rc {rc}: {err!r}")
+    rc, out, err = run("runq", "-d", "0.3", "--test-reject", "tp_btf,raw_tp,tracepoint")
+    check(rc == 1 and err.count("did not load") == 2 and "cannot load" in err,
+          f"every type rejected: rc {rc}: {err!r}")
+
+
+def test_tracepoint_needs_tracefs():
+    """Without tracefs (unmounted in a private mount namespace), --attach tracepoint says
+    so in one line and exits 1; auto never needs it."""
+    script = ("for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do "
+              "umount -l $m 2>/dev/null; done; "
+              "[ -e /sys/kernel/tracing/events/sched ] && exit 99; "
+              f"{LATHIST} runq -d 0.2 --attach tracepoint; echo rc=$?; "
+              f"{LATHIST} runq -d 0.2 -f json >/dev/null; echo auto=$?")
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode != 99, "tracefs still visible after umount")
+    check("rc=1" in p.stdout and "auto=0" in p.stdout, f"stdout {p.stdout!r} stderr {p.stderr!r}")
+    lines = [l for l in p.stderr.splitlines() if "--attach tracepoint" in l]
+    check(len(lines) == 1 and "mount -t tracefs" in lines[0], f"stderr {p.stderr!r}")
