@@ -8,6 +8,7 @@
  * block_rq_insert (only when an I/O scheduler is set); a request first seen at
  * block_rq_issue has no queue stage. Completion: block_rq_complete, once per
  * chunk; a request counts once, when its chunks add up to its size at issue.
+ * Classic tracepoints pair by (dev, op, sector) instead: see the last section.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -95,6 +96,25 @@ static __always_inline bool current_selected(void)
 /* Does the request need this field: for its histogram key, or for a record? */
 #define WANT(g) ((group & (g)) || slower_than_ns != ~0ULL)
 
+/* A new request's entry, attributed to the current task (its submitter when
+ * created, whoever issues it when first seen at issue). */
+static __always_inline void req_init(struct bio_req *init, __u64 now, bool at_issue)
+{
+	if (!current_selected())
+		init->flags |= BIO_REQ_FILTERED;
+	if (at_issue)
+		init->flags |= BIO_REQ_NO_QUEUE;
+	else
+		init->created_ns = now;
+	if (WANT(BIO_GROUP_PROCESS)) {
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		init->tgid = bpf_get_current_pid_tgid() >> 32;
+		init->birth_ns = task->group_leader->start_time;	/* trusted: direct loads */
+		bpf_get_current_comm(init->comm, sizeof(init->comm));
+	}
+}
+
 /*
  * Record a request's start, attributed to the current task; reads only what
  * the grouping, the filters and records need. Returns 0 (with the entry in *out when out is
@@ -112,21 +132,9 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 		if (filter_dev && init.dev != filter_dev)
 			return -1;	/* not this disk: its completion is filtered too */
 	}
-	if (!current_selected())
-		init.flags |= BIO_REQ_FILTERED;
-	if (at_issue)
-		init.flags |= BIO_REQ_NO_QUEUE;
-	else
-		init.created_ns = now;
+	req_init(&init, now, at_issue);
 	if (WANT(BIO_GROUP_OP))
 		init.op = rq_op(rq, btf);
-	if (WANT(BIO_GROUP_PROCESS)) {
-		struct task_struct *task = bpf_get_current_task_btf();
-
-		init.tgid = bpf_get_current_pid_tgid() >> 32;
-		init.birth_ns = task->group_leader->start_time;	/* trusted: direct loads */
-		bpf_get_current_comm(init.comm, sizeof(init.comm));
-	}
 	err = bpf_map_update_elem(&bio_requests, &key, &init, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		/* the struct was freed and reused: never issued means merged away
@@ -258,9 +266,55 @@ static __always_inline void record_request(struct bio_req *r, __u64 now, __u64 q
 	lh_record_submit(e);
 }
 
+/* Count a request whose last byte completed now; its caller deletes the entry. */
+static __always_inline void req_done(struct bio_req *r, struct lh_counters *c, __u32 buf)
+{
+	__u64 now = bpf_ktime_get_ns(), dev_ns, queue_ns, total_ns;
+
+	if (r->flags & BIO_REQ_FILTERED) {
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	c->v[LH_EV_ENDS]++;
+	if (!r->issued_ns) {
+		/* completed by the block layer itself (an empty flush whose work a
+		 * separate flush request did, or an error before dispatch) */
+		c->v[LH_EV_BIO_UNISSUED]++;
+		if (!lh_delta(c, r->created_ns, now, &total_ns))
+			return;
+		if (hist_record(r, ~0ULL, ~0ULL, total_ns, c, buf))
+			c->v[LH_EV_PAIRED]++;
+		record_request(r, now, ~0ULL, ~0ULL, total_ns, c);
+		return;
+	}
+	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
+		return;
+	total_ns = dev_ns;
+	queue_ns = ~0ULL;
+	if (!(r->flags & BIO_REQ_NO_QUEUE)) {
+		if (!lh_delta(c, r->created_ns, r->issued_ns, &queue_ns))
+			return;
+		total_ns += queue_ns;
+	}
+	if (hist_record(r, queue_ns, dev_ns, total_ns, c, buf))
+		c->v[LH_EV_PAIRED]++;
+	record_request(r, now, queue_ns, dev_ns, total_ns, c);
+}
+
+/* An end with no entry: another disk (--disk), or a request from before tracing. */
+static __always_inline void end_unknown(struct lh_counters *c, __u32 dev)
+{
+	if (filter_dev && dev != filter_dev) {
+		c->v[LH_EV_FILTERED]++;
+	} else {
+		c->v[LH_EV_ENDS]++;
+		c->v[LH_EV_BEFORE_TRACE]++;
+	}
+}
+
 static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes, bool btf)
 {
-	__u64 key = (__u64)rq, now, dev_ns, queue_ns, total_ns;
+	__u64 key = (__u64)rq;
 	struct bio_req *r;
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
@@ -269,12 +323,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		return 0;
 	r = bpf_map_lookup_elem(&bio_requests, &key);
 	if (!r) {
-		if (filter_dev && rq_dev(rq, btf) != filter_dev) {
-			c->v[LH_EV_FILTERED]++;		/* another disk (--disk) */
-		} else {
-			c->v[LH_EV_ENDS]++;
-			c->v[LH_EV_BEFORE_TRACE]++;
-		}
+		end_unknown(c, filter_dev ? rq_dev(rq, btf) : 0);
 		return 0;
 	}
 	if (r->issued_ns && r->done_bytes + nr_bytes < r->bytes) {
@@ -282,36 +331,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		c->v[LH_EV_BIO_PARTIAL]++;
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
-	if (r->flags & BIO_REQ_FILTERED) {
-		c->v[LH_EV_FILTERED]++;
-		goto out;
-	}
-	c->v[LH_EV_ENDS]++;
-	if (!r->issued_ns) {
-		/* completed by the block layer itself (an empty flush whose work a
-		 * separate flush request did, or an error before dispatch) */
-		c->v[LH_EV_BIO_UNISSUED]++;
-		if (!lh_delta(c, r->created_ns, now, &total_ns))
-			goto out;
-		if (hist_record(r, ~0ULL, ~0ULL, total_ns, c, buf))
-			c->v[LH_EV_PAIRED]++;
-		record_request(r, now, ~0ULL, ~0ULL, total_ns, c);
-		goto out;
-	}
-	if (!lh_delta(c, r->issued_ns, now, &dev_ns))
-		goto out;
-	total_ns = dev_ns;
-	queue_ns = ~0ULL;
-	if (!(r->flags & BIO_REQ_NO_QUEUE)) {
-		if (!lh_delta(c, r->created_ns, r->issued_ns, &queue_ns))
-			goto out;
-		total_ns += queue_ns;
-	}
-	if (hist_record(r, queue_ns, dev_ns, total_ns, c, buf))
-		c->v[LH_EV_PAIRED]++;
-	record_request(r, now, queue_ns, dev_ns, total_ns, c);
-out:
+	req_done(r, c, buf);
 	/* request structs are reused: a later request must not find this one */
 	bpf_map_delete_elem(&bio_requests, &key);
 	return 0;
@@ -398,6 +418,217 @@ SEC("raw_tp/block_rq_complete")
 int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
 {
 	return on_complete(rq, nr_bytes, false);
+}
+
+/*
+ * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
+ *
+ * Their records carry the disk, the start sector and the operation (rwbs),
+ * not the struct request, so requests pair by (dev, op, sector) in
+ * bio_tp_requests. A request's sector moves in two known ways, both followed:
+ * a bio merged in front of it (block_bio_frontmerge: the bio's sector plus its
+ * length was the request's) and a partial completion (the rest starts after
+ * the completed sectors). Two requests in flight at once with the same key
+ * (e.g. two flushes: sector 0) cannot be told apart: the later replaces the
+ * earlier, counted as overwritten_start.
+ */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* --max-requests, set by the loader */
+	__type(key, struct bio_tp_key);
+	__type(value, struct bio_req);
+} bio_tp_requests SEC(".maps");
+
+/*
+ * enum bio_op from a record's rwbs (blk_fill_rwbs(), kernel/trace/blktrace.c):
+ * an optional 'F' for REQ_PREFLUSH, then the operation ('W', 'D' discard and
+ * secure erase, 'F' flush, 'R', 'N' other), then flag letters.
+ */
+static __always_inline __u8 rwbs_op(char c0, char c1)
+{
+	if (c0 == 'F' && (c1 == 'W' || c1 == 'D' || c1 == 'R' || c1 == 'N'))
+		c0 = c1;
+	switch (c0) {
+	case 'R':
+		return BIO_OP_READ;
+	case 'W':
+		return BIO_OP_WRITE;
+	case 'F':
+		return BIO_OP_FLUSH;
+	case 'D':
+		return BIO_OP_DISCARD;
+	default:
+		return BIO_OP_OTHER;
+	}
+}
+
+static __always_inline void tp_key(struct bio_tp_key *k, __u32 dev, __u64 sector, char c0, char c1)
+{
+	k->dev = dev;
+	k->op = rwbs_op(c0, c1);
+	k->sector = sector;
+}
+
+/* Put an entry under key k; a live one there is replaced (counted). */
+static __always_inline long tp_put(struct bio_tp_key *k, struct bio_req *v, struct lh_counters *c)
+{
+	long err = bpf_map_update_elem(&bio_tp_requests, k, v, BPF_NOEXIST);
+
+	if (err == -EEXIST) {
+		c->v[LH_LOSS_OVERWRITTEN]++;
+		err = bpf_map_update_elem(&bio_tp_requests, k, v, BPF_EXIST);
+	}
+	return err;
+}
+
+/* A request created (block_io_start, or block_rq_insert before 6.5), or first seen
+ * at issue (at_issue). NULL when it is not traced (other disk, map full: counted). */
+static __always_inline struct bio_req *tp_start(struct bio_tp_key *k, bool at_issue,
+						struct lh_counters *c)
+{
+	struct bio_req init = {};
+	long err;
+
+	if (filter_dev && k->dev != filter_dev)
+		return NULL;
+	init.dev = k->dev;
+	init.op = k->op;
+	req_init(&init, bpf_ktime_get_ns(), at_issue);
+	err = tp_put(k, &init, c);
+	if (err) {
+		if (!at_issue)	/* see req_start() */
+			lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&bio_tp_requests, k);
+}
+
+static __always_inline int tp_create(struct trace_event_raw_block_rq *ctx)
+{
+	struct bio_tp_key k = {};
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c)
+		return 0;
+	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	if (tp_start(&k, false, c))
+		c->v[LH_EV_BIO_CREATED]++;
+	return 0;
+}
+
+SEC("tracepoint/block/block_io_start")
+int bio_io_start_tp(struct trace_event_raw_block_rq *ctx)
+{
+	return tp_create(ctx);
+}
+
+SEC("tracepoint/block/block_rq_insert")
+int bio_insert_tp(struct trace_event_raw_block_rq *ctx)
+{
+	return tp_create(ctx);
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
+{
+	struct bio_tp_key k = {};
+	struct bio_req *r;
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c)
+		return 0;
+	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
+	if (!r) {
+		r = tp_start(&k, true, c);
+		if (!r)
+			return 0;
+		c->v[LH_EV_BIO_NO_QUEUE]++;
+	}
+	if (r->issued_ns)
+		c->v[LH_EV_BIO_REQUEUED]++;
+	r->issued_ns = bpf_ktime_get_ns();
+	r->bytes = ctx->bytes;
+	r->done_bytes = 0;
+	c->v[LH_EV_BIO_ISSUED]++;
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int bio_complete_tp(struct trace_event_raw_block_rq_completion *ctx)
+{
+	struct bio_tp_key k = {}, rest;
+	struct bio_req *r, v;
+	__u32 buf, nr_bytes;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c)
+		return 0;
+	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	nr_bytes = ctx->nr_sector << 9;		/* the record holds nr_bytes >> 9 */
+	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
+	if (!r) {
+		end_unknown(c, k.dev);
+		return 0;
+	}
+	if (r->issued_ns && r->done_bytes + nr_bytes < r->bytes) {
+		/* the rest of the request now starts after what completed */
+		v = *r;
+		v.done_bytes += nr_bytes;
+		rest = k;
+		rest.sector += ctx->nr_sector;
+		bpf_map_delete_elem(&bio_tp_requests, &k);
+		if (tp_put(&rest, &v, c))
+			c->v[LH_LOSS_START_OTHER]++;
+		c->v[LH_EV_BIO_PARTIAL]++;
+		return 0;
+	}
+	req_done(r, c, buf);
+	bpf_map_delete_elem(&bio_tp_requests, &k);
+	return 0;
+}
+
+/* A request merged into another before issue is freed without a completion. */
+SEC("tracepoint/block/block_rq_merge")
+int bio_merge_tp(struct trace_event_raw_block_rq *ctx)
+{
+	struct bio_tp_key k = {};
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c)
+		return 0;
+	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	if (!bpf_map_delete_elem(&bio_tp_requests, &k))
+		c->v[LH_EV_BIO_MERGED]++;
+	return 0;
+}
+
+/* A bio merged in front of a request: the request now starts at the bio. */
+SEC("tracepoint/block/block_bio_frontmerge")
+int bio_frontmerge_tp(struct trace_event_raw_block_bio *ctx)
+{
+	struct bio_tp_key old = {}, k = {};
+	struct bio_req *r, v;
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c)
+		return 0;
+	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	old = k;
+	old.sector += ctx->nr_sector;
+	r = bpf_map_lookup_elem(&bio_tp_requests, &old);
+	if (!r)
+		return 0;
+	v = *r;
+	bpf_map_delete_elem(&bio_tp_requests, &old);
+	if (tp_put(&k, &v, c))
+		c->v[LH_LOSS_START_OTHER]++;
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -41,6 +41,7 @@ enum {
 	OPT_PER_OP,
 	OPT_DISK,
 	OPT_MAX_REQUESTS,
+	OPT_TEST_NO_FRONTMERGE,
 };
 
 static const char bio_help[] =
@@ -104,6 +105,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		{ "per-op", no_argument, NULL, OPT_PER_OP },
 		{ "disk", required_argument, NULL, OPT_DISK },
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
+		{ "test-no-frontmerge", no_argument, NULL, OPT_TEST_NO_FRONTMERGE },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, err;
@@ -154,6 +156,9 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 				return -EINVAL;
 			}
 			break;
+		case OPT_TEST_NO_FRONTMERGE:
+			o->test_no_frontmerge = true;
+			break;
 		default:
 			lh_bad_option(TOOL, opt, argv);
 			return -EINVAL;
@@ -183,32 +188,52 @@ static void grouping_name(unsigned int g, char *buf, size_t len)
 }
 
 struct bio_attach_plan {
-	bool btf;
+	enum lh_attach_mode type;
 	bool has_io_start;	/* block_io_start exists (6.5+) */
 	bool issue_has_q;
 	bool insert_has_q;
 	bool has_merge;		/* block_rq_merge exists */
 };
 
-static void init_meta(struct lh_session *s, struct bio_opts *o, const struct bio_attach_plan *p,
-		      char *grouping)
+static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 {
 	struct lh_meta *m = &s->report.meta;
-	const char *type = p->btf ? "tp_btf" : "raw_tp";
 
 	lh_session_init(s, &o->c, TOOL, bio_kinds, BIO_NR_HISTS, grouping);
 	m->tool_bit = LH_TOOL_BIO;
 	m->has_bytes = true;
-	if (p->has_io_start)
-		m->attach[m->nattach++] = (struct lh_attach){ "block_io_start", type };
-	else
-		m->attach[m->nattach++] = (struct lh_attach){ "block_rq_insert", type };
+	if (o->disk[0])
+		lh_meta_add_filter(m, "disk", false, "%s", o->disk);
+}
+
+/* What this kernel has for type t: tracepoints in BTF (tp_btf, raw_tp) or in tracefs. */
+static void plan_for(struct bio_attach_plan *p, enum lh_attach_mode t)
+{
+	p->type = t;
+	if (t == LH_ATTACH_TRACEPOINT) {
+		p->has_io_start = lh_tracefs_has("block/block_io_start");
+		p->has_merge = lh_tracefs_has("block/block_rq_merge");
+		return;
+	}
+	p->has_io_start = lh_tp_nargs("block_io_start") >= 1;
+	p->issue_has_q = lh_tp_nargs("block_rq_issue") == 2;
+	p->insert_has_q = lh_tp_nargs("block_rq_insert") == 2;
+	p->has_merge = lh_tp_nargs("block_rq_merge") >= 1;
+}
+
+/* The tracepoints bio attaches, all of one type. */
+static void meta_attach(struct lh_meta *m, const struct bio_attach_plan *p)
+{
+	const char *type = lh_attach_name(p->type);
+
+	m->attach[m->nattach++] = (struct lh_attach){
+		p->has_io_start ? "block_io_start" : "block_rq_insert", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "block_rq_issue", type };
 	m->attach[m->nattach++] = (struct lh_attach){ "block_rq_complete", type };
 	if (p->has_merge)
 		m->attach[m->nattach++] = (struct lh_attach){ "block_rq_merge", type };
-	if (o->disk[0])
-		lh_meta_add_filter(m, "disk", false, "%s", o->disk);
+	if (p->type == LH_ATTACH_TRACEPOINT)
+		m->attach[m->nattach++] = (struct lh_attach){ "block_bio_frontmerge", type };
 }
 
 static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_attach_plan *p)
@@ -216,7 +241,8 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
 	size_t hist_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	size_t value_size = BIO_NR_HISTS * hist_size;
-	bool btf = p->btf;
+	bool btf = p->type == LH_ATTACH_TP_BTF, raw = p->type == LH_ATTACH_RAW_TP;
+	bool tp = p->type == LH_ATTACH_TRACEPOINT;
 
 	s->rodata->hist_precision = o->c.precision;
 	s->rodata->hist_nslots = nslots;
@@ -236,18 +262,25 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_map__set_max_entries(s->maps.bio_hist, o->c.max_keys);
 	if (o->group & BIO_GROUP_PROCESS)	/* many keys, created in bursts */
 		lh_prealloc_if_small(s->maps.bio_hist, o->c.max_keys, value_size);
-	bpf_map__set_max_entries(s->maps.bio_requests, o->max_requests);
+	bpf_map__set_max_entries(s->maps.bio_requests, tp ? 1 : o->max_requests);
+	bpf_map__set_max_entries(s->maps.bio_tp_requests, tp ? o->max_requests : 1);
 
 	bpf_program__set_autoload(s->progs.bio_io_start_btf, btf && p->has_io_start);
 	bpf_program__set_autoload(s->progs.bio_insert_btf, btf && !p->has_io_start);
 	bpf_program__set_autoload(s->progs.bio_issue_btf, btf);
 	bpf_program__set_autoload(s->progs.bio_complete_btf, btf);
-	bpf_program__set_autoload(s->progs.bio_io_start_raw, !btf && p->has_io_start);
-	bpf_program__set_autoload(s->progs.bio_insert_raw, !btf && !p->has_io_start);
-	bpf_program__set_autoload(s->progs.bio_issue_raw, !btf);
-	bpf_program__set_autoload(s->progs.bio_complete_raw, !btf);
 	bpf_program__set_autoload(s->progs.bio_merge_btf, btf && p->has_merge);
-	bpf_program__set_autoload(s->progs.bio_merge_raw, !btf && p->has_merge);
+	bpf_program__set_autoload(s->progs.bio_io_start_raw, raw && p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_insert_raw, raw && !p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_issue_raw, raw);
+	bpf_program__set_autoload(s->progs.bio_complete_raw, raw);
+	bpf_program__set_autoload(s->progs.bio_merge_raw, raw && p->has_merge);
+	bpf_program__set_autoload(s->progs.bio_io_start_tp, tp && p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_insert_tp, tp && !p->has_io_start);
+	bpf_program__set_autoload(s->progs.bio_issue_tp, tp);
+	bpf_program__set_autoload(s->progs.bio_complete_tp, tp);
+	bpf_program__set_autoload(s->progs.bio_merge_tp, tp && p->has_merge);
+	bpf_program__set_autoload(s->progs.bio_frontmerge_tp, tp && !o->test_no_frontmerge);
 	return value_size;
 }
 
@@ -259,14 +292,20 @@ static int attach(void *skel, bool verbose)
 	struct lh_prog_link order[] = {
 		{ s->progs.bio_complete_btf, &s->links.bio_complete_btf },
 		{ s->progs.bio_complete_raw, &s->links.bio_complete_raw },
+		{ s->progs.bio_complete_tp, &s->links.bio_complete_tp },
 		{ s->progs.bio_merge_btf, &s->links.bio_merge_btf },
 		{ s->progs.bio_merge_raw, &s->links.bio_merge_raw },
+		{ s->progs.bio_merge_tp, &s->links.bio_merge_tp },
+		{ s->progs.bio_frontmerge_tp, &s->links.bio_frontmerge_tp },
 		{ s->progs.bio_issue_btf, &s->links.bio_issue_btf },
 		{ s->progs.bio_issue_raw, &s->links.bio_issue_raw },
+		{ s->progs.bio_issue_tp, &s->links.bio_issue_tp },
 		{ s->progs.bio_insert_btf, &s->links.bio_insert_btf },
 		{ s->progs.bio_insert_raw, &s->links.bio_insert_raw },
+		{ s->progs.bio_insert_tp, &s->links.bio_insert_tp },
 		{ s->progs.bio_io_start_btf, &s->links.bio_io_start_btf },
 		{ s->progs.bio_io_start_raw, &s->links.bio_io_start_raw },
+		{ s->progs.bio_io_start_tp, &s->links.bio_io_start_tp },
 	};
 
 	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
@@ -384,15 +423,21 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 			s->report.meta.unit, queue, device, op, r->bytes, disk, r->pid, comm);
 }
 
+static int load(void *skel)
+{
+	return bio_bpf__load(skel);
+}
+
 int bio_main(int argc, char **argv)
 {
 	struct bio_opts o;
 	struct bio_ctx x = { .o = &o };
 	struct bio_attach_plan plan = {};
+	enum lh_attach_mode types[3];
 	struct lh_session s;
-	char grouping[32];
-	size_t value_size;
-	int err;
+	char grouping[32], what[64];
+	size_t value_size = 0;
+	int err, ntypes;
 
 	err = bio_parse_args(argc, argv, &o);
 	if (err)
@@ -400,32 +445,36 @@ int bio_main(int argc, char **argv)
 	if (lh_preflight(TOOL, &o.c))
 		return LH_EXIT_RUNTIME;
 	/* tp_btf needs BTF and kernel 5.5+; the tracepoints' prototypes decide the rest */
-	plan.btf = o.c.attach != LH_ATTACH_RAW_TP && lh_tp_nargs("block_rq_issue") > 0;
-	if (o.c.attach == LH_ATTACH_TP_BTF && !plan.btf) {
-		fprintf(stderr, "lathist bio: --attach tp_btf: block_rq_issue is not in this "
-			"kernel's BTF; use --attach raw_tp\n");
+	ntypes = lh_attach_candidates(TOOL, o.c.attach, lh_tp_nargs("block_rq_issue") > 0,
+				      "block_rq_issue in its BTF", "block/block_rq_issue", types);
+	if (!ntypes)
 		return LH_EXIT_RUNTIME;
-	}
-	plan.has_io_start = lh_tp_nargs("block_io_start") >= 1;
-	plan.issue_has_q = lh_tp_nargs("block_rq_issue") == 2;
-	plan.insert_has_q = lh_tp_nargs("block_rq_insert") == 2;
-	plan.has_merge = lh_tp_nargs("block_rq_merge") >= 1;
 	grouping_name(o.group, grouping, sizeof(grouping));
-	init_meta(&s, &o, &plan, grouping);
+	init_meta(&s, &o, grouping);
 	s.read_hists = read_hists;
 	s.format_record = format_record;
 	s.tool = &x;
-	x.skel = bio_bpf__open();
-	if (!x.skel) {
-		fprintf(stderr, "lathist bio: cannot open the BPF object: %s\n", strerror(errno));
-		return LH_EXIT_RUNTIME;
+	/* each type in turn until one loads (auto), else the one asked for */
+	for (int i = 0; i < ntypes; i++) {
+		plan_for(&plan, types[i]);
+		x.skel = bio_bpf__open();
+		if (!x.skel) {
+			fprintf(stderr, "lathist bio: cannot open the BPF object: %s\n",
+				strerror(errno));
+			return LH_EXIT_RUNTIME;
+		}
+		value_size = configure(x.skel, &o, &plan);
+		err = lh_load_as(TOOL, &o.c, plan.type,
+				 i + 1 < ntypes ? types[i + 1] : LH_ATTACH_AUTO, load, x.skel);
+		if (!err || err == -EPERM || i + 1 == ntypes)
+			break;
+		bio_bpf__destroy(x.skel);
 	}
-	value_size = configure(x.skel, &o, &plan);
-	err = bio_bpf__load(x.skel);
+	meta_attach(&s.report.meta, &plan);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
-	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel,
-			      plan.btf ? "block I/O latency (tp_btf)" : "block I/O latency (raw_tp)");
+	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(plan.type));
+	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
 	bio_bpf__destroy(x.skel);
 	return err;
 }

@@ -1,6 +1,6 @@
 """lathist bio against the kernel's own accounting (/sys/block/DEV/stat) and a workload
 that issues a known number of O_DIRECT requests of known sizes, on loop devices, with
-each scheduler the kernel offers, on both attach paths."""
+each scheduler the kernel offers, on every attach path."""
 import json
 import os
 import subprocess
@@ -9,6 +9,7 @@ import time
 from lh import (BIOWORK, Lathist, LoopDevice, Workload, check, run)
 
 READS, RSIZE, WRITES, WSIZE = 300, 4096, 200, 8192
+ATTACH = ("tp_btf", "raw_tp", "tracepoint")
 
 
 def sums(doc, name="total", **match):
@@ -71,16 +72,16 @@ def check_direct(dev, row, delta, doc):
 
 def test_direct_io_every_scheduler():
     """N O_DIRECT reads and writes: per-process count N, bytes N x size, per-disk counts
-    equal /sys/block/DEV/stat; tp_btf and raw_tp agree (C6, C12); for each scheduler."""
+    equal /sys/block/DEV/stat; tp_btf, raw_tp and tracepoint, traced at once, agree (C6,
+    C12); for each scheduler."""
     with LoopDevice() as probe:
         scheds = [s for s in probe.schedulers() if s in ("none", "mq-deadline", "kyber", "bfq")]
     check("none" in scheds and "mq-deadline" in scheds, f"schedulers {scheds}")
     for sched in scheds:
         with LoopDevice(scheduler=sched) as dev:
             group = ["--per-process", "--per-disk", "--per-op"]
-            rows, deltas, docs = run_direct([dev], group + ["--attach", "tp_btf"],
-                                            group + ["--attach", "raw_tp"])
-            for doc, attach in zip(docs, ("tp_btf", "raw_tp")):
+            rows, deltas, docs = run_direct([dev], *[group + ["--attach", a] for a in ATTACH])
+            for doc, attach in zip(docs, ATTACH):
                 check(doc["meta"]["attach"]["block_rq_issue"] == attach, "attach type")
                 try:
                     check_direct(dev, rows[0], deltas[0], doc)
@@ -90,12 +91,15 @@ def test_direct_io_every_scheduler():
 
 
 def test_two_loop_devices_same_sectors():
-    """C5: the same sector numbers on two devices at once never collide."""
+    """C5: the same sector numbers on two devices at once never collide (also on the
+    tracepoint path, which pairs by disk, operation and sector)."""
     with LoopDevice() as a, LoopDevice() as b:
-        rows, deltas, docs = run_direct([a, b], ["--per-process", "--per-disk", "--per-op"])
-        for dev, row, delta in zip((a, b), rows, deltas):
-            check_direct(dev, row, delta, docs[0])
-        check(docs[0]["loss"]["overwritten_start"] == 0, f"losses {docs[0]['loss']}")
+        group = ["--per-process", "--per-disk", "--per-op"]
+        rows, deltas, docs = run_direct([a, b], group, group + ["--attach", "tracepoint"])
+        for doc in docs:
+            for dev, row, delta in zip((a, b), rows, deltas):
+                check_direct(dev, row, delta, doc)
+            check(doc["loss"]["overwritten_start"] == 0, f"losses {doc['loss']}")
 
 
 def test_disk_and_pid_filters():
@@ -253,3 +257,44 @@ def test_full_maps_are_losses():
           loss["paired"] + loss["unpaired_before_trace"] + loss["merged"] ==
           2 * (READS + WRITES) == loss["events"] + loss["merged"], f"requests: {loss}")
     check(docs[1]["bias"]["flag"], "a full request map is not flagged")
+
+
+def test_front_merges_every_path():
+    """Batches of O_DIRECT writes at descending sectors under one plug: the block layer
+    merges each bio in front of the request before it, which moves the request's start
+    sector. Every path counts each request once, with a queue stage and all its bytes,
+    and as many requests as /sys/block/DEV/stat; without following block_bio_frontmerge
+    the tracepoint path (which pairs by sector) loses the queue stages, so the workload
+    does exercise it."""
+    batch, rounds = 32, 20
+    for sched in ("none", "mq-deadline"):
+        with LoopDevice(scheduler=sched) as dev:
+            work = Workload("reverse", dev.dev, batch, rounds, exe=BIOWORK)
+            pid = work.start()
+            args = [["--per-process", "--attach", a] for a in ATTACH]
+            args.append(["--per-process", "--attach", "tracepoint", "--test-no-frontmerge"])
+            tools = [Lathist("bio", "-f", "json", "-p", str(pid), *a).start() for a in args]
+            with open(f"/sys/block/{dev.name}/stat") as f:
+                before = [int(v) for v in f.read().split()]
+            work.go()
+            row = work.wait()[0]
+            time.sleep(0.2)
+            with open(f"/sys/block/{dev.name}/stat") as f:
+                after = [int(v) for v in f.read().split()]
+            docs = [json.loads(t.stop()[1]) for t in tools]
+            writes, merges = after[4] - before[4], after[5] - before[5]
+            check(row["writes"] == batch * rounds, f"workload {row}")
+            check(merges >= rounds * (batch - 1) // 2 and writes < batch * rounds,
+                  f"{sched}: {merges} merges, {writes} requests: nothing to test")
+            for doc, attach in zip(docs[:3], ATTACH):
+                what = f"{sched} {attach}"
+                check(doc["meta"]["attach"]["block_rq_issue"] == attach, f"{what}: attach")
+                c, b = sums(doc, "total", pid=pid)
+                q, _ = sums(doc, "queue", pid=pid)
+                check(c == writes and q == c and b == batch * rounds * 4096,
+                      f"{what}: {c} requests ({q} with a queue stage), {b} bytes; want "
+                      f"{writes} from /sys/block, {batch * rounds * 4096} bytes")
+                check(doc["loss"]["lost"] == 0 and doc["loss"]["no_queue_stage"] == 0,
+                      f"{what}: {doc['loss']}")
+            q, _ = sums(docs[3], "queue", pid=pid)
+            check(q < writes, f"{sched}: without front-merge tracking still {q} queue stages")
