@@ -54,7 +54,7 @@ static void say(struct doctor *d, const char *name, enum status st, const char *
 		json_object_array_add(d->checks, o);
 		return;
 	}
-	printf("%-8s %-22s %s\n", status_names[st], name, msg);
+	printf("%-8s %-24s %s\n", status_names[st], name, msg);
 }
 
 static long read_long(const char *path, long dflt)
@@ -109,11 +109,15 @@ static void check_tracefs(struct doctor *d)
 {
 	struct statfs s;
 	bool mounted = !statfs("/sys/kernel/tracing", &s) && s.f_type == TRACEFS_MAGIC;
+	bool events = lh_tracefs_has("sched/sched_switch");
 
-	say(d, "tracefs", mounted ? ST_OK : ST_INFO, mounted ?
-	    "mounted at /sys/kernel/tracing (not needed: tp_btf and raw_tp attach without it)" :
-	    "not mounted at /sys/kernel/tracing: not needed, tp_btf and raw_tp attach without "
-	    "it (mount -t tracefs nodev /sys/kernel/tracing for other tools)");
+	if (events)
+		say(d, "tracefs", ST_OK, "%s: the classic tracepoint path (--attach tracepoint, "
+		    "auto's last resort) can attach; tp_btf and raw_tp do not need it",
+		    mounted ? "mounted at /sys/kernel/tracing" : "tracing events listed");
+	else
+		say(d, "tracefs", ST_INFO, "not mounted: tp_btf and raw_tp attach without it; "
+		    "only --attach tracepoint needs it (mount -t tracefs nodev /sys/kernel/tracing)");
 }
 
 static void check_sysctls(struct doctor *d)
@@ -145,37 +149,49 @@ static void check_sysctls(struct doctor *d)
 	}
 }
 
-/* Tracepoints: in BTF (tp_btf, and raw_tp with its argument count) or not. */
+/* Tracepoints: in BTF (tp_btf, and raw_tp with its argument count), in tracefs
+ * (classic tracepoints), or neither. */
 static void check_tracepoints(struct doctor *d)
 {
 	static const struct { const char *tp; int tool; bool needed; const char *why; } tps[] = {
-		{ "sched_wakeup", 1, true, "runq: wakeups" },
-		{ "sched_wakeup_new", 1, true, "runq: new tasks' first wakeup" },
-		{ "sched_switch", 1, true, "runq: switches (waits end, preemptions start)" },
-		{ "sched_process_exit", 1, false, "runq: stale starts of exiting tasks" },
-		{ "block_io_start", 2, false, "bio: request creation (6.5+; else block_rq_insert)" },
-		{ "block_rq_insert", 2, false, "bio: request creation before 6.5" },
-		{ "block_rq_issue", 2, true, "bio: requests reaching the driver" },
-		{ "block_rq_complete", 2, true, "bio: completions" },
-		{ "block_rq_merge", 2, false, "bio: merged requests (else seen as reuse)" },
+		{ "sched/sched_wakeup", 1, true, "runq: wakeups" },
+		{ "sched/sched_wakeup_new", 1, true, "runq: new tasks' first wakeup" },
+		{ "sched/sched_switch", 1, true, "runq: switches (waits end, preemptions start)" },
+		{ "sched/sched_process_exit", 1, false, "runq: stale starts of exiting tasks" },
+		{ "block/block_io_start", 2, false, "bio: request creation (6.5+; else block_rq_insert)" },
+		{ "block/block_rq_insert", 2, false, "bio: request creation before 6.5" },
+		{ "block/block_rq_issue", 2, true, "bio: requests reaching the driver" },
+		{ "block/block_rq_complete", 2, true, "bio: completions" },
+		{ "block/block_rq_merge", 2, false, "bio: merged requests (else seen as reuse)" },
+		{ "block/block_bio_frontmerge", 2, false, "bio on tracepoints: requests whose start "
+		  "sector moves" },
 	};
 	bool created = false;
 
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		int n = lh_tp_nargs(tps[i].tp);
-		char name[40];
+		const char *tp = strchr(tps[i].tp, '/') + 1;
+		bool tracefs = lh_tracefs_has(tps[i].tp);
+		int n = lh_tp_nargs(tp);
+		char name[40], classic[48];
 
-		snprintf(name, sizeof(name), "tp %s", tps[i].tp);
+		snprintf(name, sizeof(name), "tp %s", tp);
+		snprintf(classic, sizeof(classic), "tracepoint %s", tracefs ? "yes" :
+			 "no (tracefs not mounted)");
+		if (tps[i].tool == 2 && (n >= 0 || tracefs) &&
+		    (!strcmp(tp, "block_io_start") || !strcmp(tp, "block_rq_insert")))
+			created = true;
 		if (n >= 0) {
-			say(d, name, ST_OK, "tp_btf and raw_tp, %d argument%s (%s)", n,
-			    n == 1 ? "" : "s", tps[i].why);
-			if (tps[i].tool == 2 && (!strcmp(tps[i].tp, "block_io_start") ||
-						 !strcmp(tps[i].tp, "block_rq_insert")))
-				created = true;
+			say(d, name, ST_OK, "tp_btf and raw_tp (%d argument%s), %s (%s)", n,
+			    n == 1 ? "" : "s", classic, tps[i].why);
 			continue;
 		}
-		say(d, name, tps[i].needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF (%s)%s",
-		    tps[i].why, tps[i].needed ? ": cannot run" : "");
+		if (tracefs) {
+			say(d, name, ST_INFO, "not in vmlinux BTF: --attach tracepoint only (%s)",
+			    tps[i].why);
+			continue;
+		}
+		say(d, name, tps[i].needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF nor in "
+		    "tracefs (%s)%s", tps[i].why, tps[i].needed ? ": cannot run" : "");
 		if (tps[i].needed && tps[i].tool == 1)
 			d->runq_ok = false;
 		if (tps[i].needed && tps[i].tool == 2)

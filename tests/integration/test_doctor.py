@@ -52,3 +52,22 @@ def test_doctor_as_nobody():
     check(line.startswith("denied") and "CAP_BPF no" in line and "sudo" in line, line)
     check("runq: cannot run" in p.stdout and "bio:  cannot run" in p.stdout, p.stdout)
     check("libbpf" not in p.stderr, f"libbpf noise: {p.stderr}")
+
+
+def test_doctor_without_tracefs():
+    """tracefs unmounted (in a private mount namespace): doctor says only --attach
+    tracepoint needs it and still exits 0 (tp_btf and raw_tp run); with it, the
+    tracepoint path is listed as available for every tracepoint lathist uses."""
+    rc, out, err = run("doctor")
+    check("--attach tracepoint" in next(l for l in out.splitlines() if " tracefs " in l) and
+          "tracepoint yes" in next(l for l in out.splitlines() if "tp sched_switch" in l),
+          out)
+    script = ("for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do "
+              f"umount -l $m 2>/dev/null; done; {LATHIST} doctor")
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"rc {p.returncode}: {p.stdout}{p.stderr}")
+    line = next(l for l in p.stdout.splitlines() if " tracefs " in l)
+    check(line.startswith("info") and "not mounted" in line and "mount -t tracefs" in line, line)
+    line = next(l for l in p.stdout.splitlines() if "tp sched_switch" in l)
+    check(line.startswith("ok") and "tracepoint no" in line, line)
