@@ -1,8 +1,9 @@
 """The kernel matrix: Debian's own 6.1 kernels (generic and PREEMPT_RT), unpacked by
 scripts/deps.sh into build/kernels, booted with qemu-system-x86_64 (TCG; no KVM needed)
 on a busybox initramfs holding the static lathist, the static workloads and loop.ko.
-Inside, tests/kernels/init runs lathist doctor, runq on tp_btf and on raw_tp beside the
-runqwork mix, and bio beside biowork on a loop device; here the results are checked
+Inside, tests/kernels/init runs lathist doctor, then runq beside the runqwork mix and bio
+beside biowork on a loop device, each on tp_btf, raw_tp and the classic tracepoint path
+(tracefs mounted by init); here the results are checked
 against the same oracles as on the host (schedstat pcount per thread; the workload's
 request counts)."""
 import glob
@@ -14,7 +15,7 @@ import subprocess
 import tempfile
 
 from lh import ROOT, check
-from test_runq import COUNT_SLACK, LossBudget
+from test_runq import ATTACH, COUNT_SLACK, LossBudget
 
 KERNELS = os.path.join(ROOT, "build", "kernels")
 BIO_READS, BIO_WRITES = 100, 60
@@ -73,7 +74,7 @@ def check_kernel(kdir):
     doc = json.loads(sec[next(k for k in sec if k.startswith("doctor rc"))])
     check(doc["runq"] and doc["bio"], f"{name}: doctor says runq {doc['runq']} bio {doc['bio']}")
     summary = []
-    for attach in ("tp_btf", "raw_tp"):
+    for attach in ATTACH:
         tag = f"runq-{attach}"
         check(sec.get(f"{tag} rc 0") is not None, f"{name} {tag}: {sec.keys()}\n{raw[-2000:]}")
         rows = [json.loads(l) for l in sec[f"{tag} rows"].splitlines() if l.startswith("{")]
@@ -97,17 +98,20 @@ def check_kernel(kdir):
             budget.check(got, r["pcount"], f"{name} {tag} tid {r['tid']}")
         summary.append(f"runq {attach}: {sum(counts.values())} waits, count - pcount per "
                        f"thread {extra}")
-    check(sec.get("bio rc 0") is not None, f"{name} bio: {sec.keys()}")
-    out = json.loads(sec["bio json"])
-    rows = [json.loads(l) for l in sec["bio rows"].splitlines() if l.startswith("{")]
-    by_op = {}
-    for h in out["histograms"]:
-        if h["name"] == "total":
-            by_op[h["key"]["op"]] = by_op.get(h["key"]["op"], 0) + h["count"]
-    check(by_op == {"read": BIO_READS, "write": BIO_WRITES} and rows,
-          f"{name} bio: {by_op}, workload {rows}")
-    attach = ", ".join(f"{k}={v}" for k, v in out["meta"]["attach"].items())
-    summary.append(f"bio: {BIO_READS} reads + {BIO_WRITES} writes ({attach})")
+    for attach in ATTACH:
+        tag = f"bio-{attach}"
+        check(sec.get(f"{tag} rc 0") is not None, f"{name} {tag}: {sec.keys()}")
+        out = json.loads(sec[f"{tag} json"])
+        rows = [json.loads(l) for l in sec[f"{tag} rows"].splitlines() if l.startswith("{")]
+        check(out["meta"]["attach"]["block_rq_issue"] == attach, f"{name}: {out['meta']['attach']}")
+        by_op = {}
+        for h in out["histograms"]:
+            if h["name"] == "total":
+                by_op[h["key"]["op"]] = by_op.get(h["key"]["op"], 0) + h["count"]
+        check(by_op == {"read": BIO_READS, "write": BIO_WRITES} and rows,
+              f"{name} {tag}: {by_op}, workload {rows}")
+        tps = ", ".join(k for k in out["meta"]["attach"])
+        summary.append(f"bio {attach}: {BIO_READS} reads + {BIO_WRITES} writes ({tps})")
     print(f"  kernel {release}: " + "; ".join(summary), flush=True)
 
 
