@@ -504,34 +504,34 @@ static __always_inline struct bio_req *tp_start(struct bio_tp_key *k, bool at_is
 	return bpf_map_lookup_elem(&bio_tp_requests, k);
 }
 
-static __always_inline int tp_create(struct trace_event_raw_block_rq *ctx)
+static __always_inline void tp_create(struct trace_event_raw_block_rq *ctx)
 {
 	struct bio_tp_key k = {};
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
-		return 0;
+		return;
 	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
 	if (tp_start(&k, false, c))
 		c->v[LH_EV_BIO_CREATED]++;
-	return 0;
 }
 
 SEC("tracepoint/block/block_io_start")
 int bio_io_start_tp(struct trace_event_raw_block_rq *ctx)
 {
-	return tp_create(ctx);
+	tp_create(ctx);
+	return LH_TP_KEEP;
 }
 
 SEC("tracepoint/block/block_rq_insert")
 int bio_insert_tp(struct trace_event_raw_block_rq *ctx)
 {
-	return tp_create(ctx);
+	tp_create(ctx);
+	return LH_TP_KEEP;
 }
 
-SEC("tracepoint/block/block_rq_issue")
-int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
+static __always_inline void tp_issue(struct trace_event_raw_block_rq *ctx)
 {
 	struct bio_tp_key k = {};
 	struct bio_req *r;
@@ -539,13 +539,13 @@ int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
-		return 0;
+		return;
 	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
 	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
 	if (!r) {
 		r = tp_start(&k, true, c);
 		if (!r)
-			return 0;
+			return;
 		c->v[LH_EV_BIO_NO_QUEUE]++;
 	}
 	if (r->issued_ns)
@@ -554,11 +554,16 @@ int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
 	r->bytes = ctx->bytes;
 	r->done_bytes = 0;
 	c->v[LH_EV_BIO_ISSUED]++;
-	return 0;
 }
 
-SEC("tracepoint/block/block_rq_complete")
-int bio_complete_tp(struct trace_event_raw_block_rq_completion *ctx)
+SEC("tracepoint/block/block_rq_issue")
+int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
+{
+	tp_issue(ctx);
+	return LH_TP_KEEP;
+}
+
+static __always_inline void tp_complete(struct trace_event_raw_block_rq_completion *ctx)
 {
 	struct bio_tp_key k = {}, rest;
 	struct bio_req *r, v;
@@ -566,15 +571,16 @@ int bio_complete_tp(struct trace_event_raw_block_rq_completion *ctx)
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
-		return 0;
+		return;
 	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
 	nr_bytes = ctx->nr_sector << 9;		/* the record holds nr_bytes >> 9 */
 	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
 	if (!r) {
 		end_unknown(c, k.dev);
-		return 0;
+		return;
 	}
-	if (r->issued_ns && r->done_bytes + nr_bytes < r->bytes) {
+	/* a chunk under one sector (nr_sector 0) cannot move the key: the last one */
+	if (r->issued_ns && ctx->nr_sector && r->done_bytes + nr_bytes < r->bytes) {
 		/* the rest of the request now starts after what completed */
 		v = *r;
 		v.done_bytes += nr_bytes;
@@ -584,32 +590,42 @@ int bio_complete_tp(struct trace_event_raw_block_rq_completion *ctx)
 		if (tp_put(&rest, &v, c))
 			c->v[LH_LOSS_START_OTHER]++;
 		c->v[LH_EV_BIO_PARTIAL]++;
-		return 0;
+		return;
 	}
 	req_done(r, c, buf);
 	bpf_map_delete_elem(&bio_tp_requests, &k);
-	return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int bio_complete_tp(struct trace_event_raw_block_rq_completion *ctx)
+{
+	tp_complete(ctx);
+	return LH_TP_KEEP;
 }
 
 /* A request merged into another before issue is freed without a completion. */
-SEC("tracepoint/block/block_rq_merge")
-int bio_merge_tp(struct trace_event_raw_block_rq *ctx)
+static __always_inline void tp_merge(struct trace_event_raw_block_rq *ctx)
 {
 	struct bio_tp_key k = {};
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
-		return 0;
+		return;
 	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
 	if (!bpf_map_delete_elem(&bio_tp_requests, &k))
 		c->v[LH_EV_BIO_MERGED]++;
-	return 0;
+}
+
+SEC("tracepoint/block/block_rq_merge")
+int bio_merge_tp(struct trace_event_raw_block_rq *ctx)
+{
+	tp_merge(ctx);
+	return LH_TP_KEEP;
 }
 
 /* A bio merged in front of a request: the request now starts at the bio. */
-SEC("tracepoint/block/block_bio_frontmerge")
-int bio_frontmerge_tp(struct trace_event_raw_block_bio *ctx)
+static __always_inline void tp_frontmerge(struct trace_event_raw_block_bio *ctx)
 {
 	struct bio_tp_key old = {}, k = {};
 	struct bio_req *r, v;
@@ -617,18 +633,24 @@ int bio_frontmerge_tp(struct trace_event_raw_block_bio *ctx)
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
-		return 0;
+		return;
 	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
 	old = k;
 	old.sector += ctx->nr_sector;
 	r = bpf_map_lookup_elem(&bio_tp_requests, &old);
 	if (!r)
-		return 0;
+		return;
 	v = *r;
 	bpf_map_delete_elem(&bio_tp_requests, &old);
 	if (tp_put(&k, &v, c))
 		c->v[LH_LOSS_START_OTHER]++;
-	return 0;
+}
+
+SEC("tracepoint/block/block_bio_frontmerge")
+int bio_frontmerge_tp(struct trace_event_raw_block_bio *ctx)
+{
+	tp_frontmerge(ctx);
+	return LH_TP_KEEP;
 }
 
 char LICENSE[] SEC("license") = "GPL";

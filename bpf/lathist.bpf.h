@@ -129,6 +129,13 @@ static __always_inline void lh_record_submit(void *r)
 	bpf_ringbuf_submit(r, flags);
 }
 
+/*
+ * What a classic tracepoint program returns: 0 would tell the kernel to drop
+ * the event for perf users of the same tracepoint (perf_trace_run_bpf_submit()
+ * skips perf_tp_event()), silently breaking a concurrent perf record.
+ */
+#define LH_TP_KEEP 1
+
 /* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
 #define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
 

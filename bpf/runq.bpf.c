@@ -715,30 +715,30 @@ static __always_inline struct runq_start *tp_start(__u32 tid, bool create, struc
 	return bpf_map_lookup_elem(&runq_pid_start, &tid);
 }
 
-static __always_inline int tp_wakeup(__u32 tid, __u32 target_cpu)
+static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
 {
 	struct runq_start *s;
 	__u32 *on, buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c || !tid)
-		return 0;
+		return;
 	if (filter_tid && tid != filter_tid) {	/* -p and --cgroup wait for the task to run */
 		c->v[LH_EV_FILTERED]++;
-		return 0;
+		return;
 	}
 	on = bpf_map_lookup_elem(&runq_cpu_tid, &target_cpu);	/* target_cpu = task_cpu(p) */
 	if (on && *on == tid) {
 		c->v[LH_EV_WAKEUP_RUNNING]++;
-		return 0;
+		return;
 	}
 	s = tp_start(tid, true, c);
 	if (!s)
-		return 0;
+		return;
 	if (s->ts) {
 		if (s->kind == RUNQ_PREEMPT) {	/* preempted and still queued: that wait goes on */
 			c->v[LH_EV_WAKEUP_QUEUED]++;
-			return 0;
+			return;
 		}
 		c->v[LH_LOSS_OVERWRITTEN]++;
 	}
@@ -746,19 +746,20 @@ static __always_inline int tp_wakeup(__u32 tid, __u32 target_cpu)
 	s->kind = RUNQ_WAKEUP;
 	s->cpu = bpf_get_smp_processor_id();
 	c->v[LH_EV_STARTS_WAKEUP]++;
-	return 0;
 }
 
 SEC("tracepoint/sched/sched_wakeup")
 int runq_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	return tp_wakeup(ctx->pid, ctx->target_cpu);
+	tp_wakeup(ctx->pid, ctx->target_cpu);
+	return LH_TP_KEEP;
 }
 
 SEC("tracepoint/sched/sched_wakeup_new")
 int runq_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	return tp_wakeup(ctx->pid, ctx->target_cpu);
+	tp_wakeup(ctx->pid, ctx->target_cpu);
+	return LH_TP_KEEP;
 }
 
 /* Count the wait pending on this CPU: cur (current) is leaving, with pid ptid. */
@@ -864,8 +865,7 @@ static __always_inline void tp_switch_in(struct runq_pending *pd,
 	s->ts = 0;
 }
 
-SEC("tracepoint/sched/sched_switch")
-int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
+static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
 {
 	/* sched_switch fires in __schedule() before the switch: current is prev */
 	struct task_struct *cur = (void *)bpf_get_current_task();
@@ -877,10 +877,10 @@ int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
 	__u64 now;
 
 	if (!c)
-		return 0;
+		return;
 	pd = bpf_map_lookup_elem(&runq_pending, &zero);
 	if (!pd)
-		return 0;
+		return;
 	now = bpf_ktime_get_ns();
 	if (pd->tid)
 		tp_account(pd, cur, ptid, c, buf);
@@ -897,7 +897,13 @@ int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
 		n.selected = !filter_tid || ntid == filter_tid;
 		on_slice(cur, NULL, &n, now, false, c, buf);
 	}
-	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
+{
+	tp_switch(ctx);
+	return LH_TP_KEEP;
 }
 
 /* The exiting task is current; its pid is freed only after this. */
@@ -909,12 +915,12 @@ int runq_exit_tp(void *ctx)
 	struct runq_start *s;
 
 	if (!tid)
-		return 0;
+		return LH_TP_KEEP;
 	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
 	if (c && s && s->ts)
 		c->v[LH_LOSS_OVERWRITTEN]++;
 	bpf_map_delete_elem(&runq_pid_start, &tid);
-	return 0;
+	return LH_TP_KEEP;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -6,7 +6,7 @@ import os
 import subprocess
 import time
 
-from lh import (BIOWORK, Lathist, LoopDevice, Workload, check, run)
+from lh import (BIOWORK, Lathist, LoopDevice, TracepointCounter, Workload, check, run)
 
 READS, RSIZE, WRITES, WSIZE = 300, 4096, 200, 8192
 ATTACH = ("tp_btf", "raw_tp", "tracepoint")
@@ -298,3 +298,20 @@ def test_front_merges_every_path():
                       f"{what}: {doc['loss']}")
             q, _ = sums(docs[3], "queue", pid=pid)
             check(q < writes, f"{sched}: without front-merge tracking still {q} queue stages")
+
+
+def test_tracepoint_path_keeps_perf_events():
+    """bio on the tracepoint path leaves block_rq_issue and block_rq_complete to perf users
+    too (its programs return 1): perf counts at least the workload's requests."""
+    perf = {e: TracepointCounter(f"block/{e}") for e in ("block_rq_issue", "block_rq_complete")}
+    try:
+        before = {e: p.read() for e, p in perf.items()}
+        with LoopDevice() as dev:
+            rows, deltas, docs = run_direct([dev], ["--attach", "tracepoint"])
+        seen = {e: p.read() - before[e] for e, p in perf.items()}
+    finally:
+        for p in perf.values():
+            p.close()
+    check(all(n >= READS + WRITES for n in seen.values()), f"perf counted {seen} for "
+                                                           f"{READS + WRITES} requests")
+    check(docs[0]["loss"]["paired"] >= READS + WRITES, f"lathist: {docs[0]['loss']}")

@@ -14,7 +14,8 @@ import subprocess
 import tempfile
 import time
 
-from lh import (LATHIST, Lathist, Workload, by_id, check, per_task, run, traced)
+from lh import (LATHIST, Lathist, TracepointCounter, Workload, by_id, check, per_task, run,
+                traced)
 
 ATTACH = ("tp_btf", "raw_tp", "tracepoint")
 CPU = 1 if os.cpu_count() > 1 else 0
@@ -554,3 +555,21 @@ def test_tracepoint_needs_tracefs():
     check("rc=1" in p.stdout and "auto=0" in p.stdout, f"stdout {p.stdout!r} stderr {p.stderr!r}")
     lines = [l for l in p.stderr.splitlines() if "--attach tracepoint" in l]
     check(len(lines) == 1 and "mount -t tracefs" in lines[0], f"stderr {p.stderr!r}")
+
+
+def test_tracepoint_path_keeps_perf_events():
+    """A classic tracepoint program that returns 0 makes the kernel drop the event for
+    every perf user of that tracepoint (DESIGN.md). With runq on the tracepoint path, a
+    perf counter on sched_switch still counts every switch: at least as many as lathist
+    saw for the workload alone."""
+    perf = TracepointCounter("sched/sched_switch")
+    try:
+        before = perf.read()
+        rows, doc = traced(Workload("mix", CPU, 2, 1, 500), "--per-thread", "--attach",
+                           "tracepoint")
+        seen = perf.read() - before
+    finally:
+        perf.close()
+    waits = sum(h["count"] for h in doc["histograms"])
+    check(waits > 100 and seen >= waits, f"perf counted {seen} switches while lathist paired "
+                                         f"{waits} waits of the workload alone")
