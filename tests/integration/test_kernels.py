@@ -19,6 +19,8 @@ from test_runq import ATTACH, COUNT_SLACK, LossBudget
 
 KERNELS = os.path.join(ROOT, "build", "kernels")
 BIO_READS, BIO_WRITES = 100, 60
+# a boot with every run takes ~15 s under TCG here; anything near this is a hang
+BOOT_TIMEOUT = 240
 RT_SLACK = 12
 
 
@@ -59,16 +61,24 @@ def boot(kdir):
     vmlinuz = glob.glob(os.path.join(kdir, "boot", "vmlinuz-*"))[0]
     with tempfile.TemporaryDirectory() as tmp:
         rd = initramfs(tmp, kdir)
-        p = subprocess.run(["qemu-system-x86_64", "-m", "1024", "-smp", "2", "-nographic",
-                            "-no-reboot", "-kernel", vmlinuz, "-initrd", rd, "-append",
-                            "console=ttyS0 panic=-1 rdinit=/init quiet"],
-                           capture_output=True, text=True, errors="replace", timeout=600)
-    return sections(p.stdout), p.stdout
+        try:
+            p = subprocess.run(["qemu-system-x86_64", "-m", "1024", "-smp", "2", "-nographic",
+                                "-no-reboot", "-kernel", vmlinuz, "-initrd", rd, "-append",
+                                "console=ttyS0 panic=-1 rdinit=/init quiet"],
+                               capture_output=True, timeout=BOOT_TIMEOUT)
+        except subprocess.TimeoutExpired as e:
+            console = (e.stdout or b"").decode(errors="replace")
+            raise AssertionError(f"{os.path.basename(kdir)}: no poweroff within {BOOT_TIMEOUT} s; "
+                                 f"console tail:\n{console[-4000:]}") from None
+    out = p.stdout.decode(errors="replace")
+    return sections(out), out
 
 
 def check_kernel(kdir):
     name = os.path.basename(kdir)
     sec, raw = boot(kdir)
+    with open(os.path.join(ROOT, "build", f"console-{name}.txt"), "w") as f:
+        f.write(raw)	# kept for a failure's post-mortem
     check("end" in sec, f"{name}: the VM did not finish:\n{raw[-3000:]}")
     release = next(k for k in sec if k.startswith("kernel ")).split(" ", 1)[1]
     doc = json.loads(sec[next(k for k in sec if k.startswith("doctor rc"))])
