@@ -568,11 +568,18 @@ static __always_inline void tp_complete(struct trace_event_raw_block_rq_completi
 	struct bio_tp_key k = {}, rest;
 	struct bio_req *r, v;
 	__u32 buf, nr_bytes;
+	__u64 sector;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return;
-	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	/* block_rq_complete records blk_rq_pos(), where block_rq_issue and _insert
+	 * record blk_rq_trace_sector(): 0 for a request without a start sector (-1,
+	 * e.g. a flush) */
+	sector = ctx->sector;
+	if (sector == ~0ULL)
+		sector = 0;
+	tp_key(&k, ctx->dev, sector, ctx->rwbs[0], ctx->rwbs[1]);
 	nr_bytes = ctx->nr_sector << 9;		/* the record holds nr_bytes >> 9 */
 	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
 	if (!r) {

@@ -315,3 +315,23 @@ def test_tracepoint_path_keeps_perf_events():
     check(all(n >= READS + WRITES for n in seen.values()), f"perf counted {seen} for "
                                                            f"{READS + WRITES} requests")
     check(docs[0]["loss"]["paired"] >= READS + WRITES, f"lathist: {docs[0]['loss']}")
+
+
+def test_flushes_every_path():
+    """O_DIRECT|O_DSYNC writes: the block layer sends a flush request after each write
+    (its start sector is -1: block_rq_issue records 0, block_rq_complete -1). Every path
+    counts the same flushes and writes, and the tracepoint path no more losses."""
+    with LoopDevice() as dev:
+        tools = [Lathist("bio", "-f", "json", "--per-op", "--disk", dev.name, "--attach", a).start()
+                 for a in ATTACH]
+        subprocess.run(["dd", "if=/dev/zero", f"of={dev.dev}", "bs=4k", "count=100",
+                        "oflag=direct,dsync"], check=True, capture_output=True)
+        time.sleep(0.2)
+        docs = [json.loads(t.stop()[1]) for t in tools]
+    got = {a: {h["key"]["op"]: h["count"] for h in d["histograms"] if h["name"] == "total"}
+           for a, d in zip(ATTACH, docs)}
+    check(got["tp_btf"].get("flush", 0) >= 100 and got["tp_btf"].get("write", 0) >= 100,
+          f"no flushes to compare: {got}")
+    check(got["raw_tp"] == got["tp_btf"] == got["tracepoint"], f"per op: {got}")
+    for a, d in zip(ATTACH, docs):
+        check(d["loss"]["lost"] == 0 and d["loss"]["requeued"] == 0, f"{a}: {d['loss']}")
