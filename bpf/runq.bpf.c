@@ -654,11 +654,15 @@ int BPF_PROG(runq_exit_raw, struct task_struct *p)
  *   sched_process_exit, which the exiting task runs before its pid can be
  *   freed: an entry never outlives its task unless that event is missed (then
  *   the next task with the pid replaces it: overwritten_start);
- * - a wait is paired at its switch-in but counted when the same task next
- *   leaves this CPU: then it is current (bpf_get_current_task), so its tgid,
- *   start time, cgroup and comm are read from the task itself for the filters,
- *   the keys and the record. Counts lag by one slice; waits whose slice has not
- *   ended when tracing stops are not counted (at most one per CPU);
+ * - a wait is paired at its switch-in. When nothing but the pid is needed
+ *   (total or per-CPU histograms, no -p/--cgroup, no records) it is counted
+ *   there. Otherwise it is counted when the same task next leaves this CPU:
+ *   then it is current (bpf_get_current_task), so its tgid, start time, cgroup
+ *   and comm are read from the task itself for the filters, the keys and the
+ *   record. Counts then lag by one slice; waits whose slice has not ended when
+ *   tracing stops are not counted (at most one per CPU). Whether a pid passes
+ *   -p/--cgroup is remembered from its last switch-out (runq_start.sel), for
+ *   its wakeups and for a slice whose end the kernel did not report;
  * - a wakeup of the task its CPU is running (runq_cpu_tid) starts no wait.
  */
 
@@ -671,13 +675,20 @@ struct {
 } runq_cpu_tid SEC(".maps");
 
 enum { PEND_WAIT = 1, PEND_NO_ENTRY, PEND_NO_START };
+enum { SEL_UNKNOWN, SEL_YES, SEL_NO };
+
+/* Filters that need the task itself (its process or cgroup), not just its pid. */
+#define TP_TASK_FILTERS (filter_tgid || filter_cgroup_id)
+/* Is a wait counted at the task's next switch-out (see above)? */
+#define TP_DEFER (TP_TASK_FILTERS || group == RUNQ_GROUP_PROCESS || \
+		  group == RUNQ_GROUP_THREAD || slower_than_ns != ~0ULL)
 
 /* A wait ended by a switch-in on this CPU, counted at that task's switch-out. */
 struct runq_pending {
 	__u64 start_ns, end_ns;
 	__u32 tid;			/* 0: nothing pending */
 	__u32 state;			/* PEND_* */
-	__u32 kind, start_cpu, prev_tid, pad;
+	__u32 kind, start_cpu, prev_tid, sel;	/* sel: the pid's SEL_* when switched in */
 	char prev_comm[16];
 };
 
@@ -735,6 +746,10 @@ static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
 	s = tp_start(tid, true, c);
 	if (!s)
 		return;
+	if (s->sel == SEL_NO) {		/* outside -p/--cgroup when it last ran */
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
 	if (s->ts) {
 		if (s->kind == RUNQ_PREEMPT) {	/* preempted and still queued: that wait goes on */
 			c->v[LH_EV_WAKEUP_QUEUED]++;
@@ -762,16 +777,50 @@ int runq_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 	return LH_TP_KEEP;
 }
 
+/*
+ * Count a wait of pid tid (tgid, task cur) that ended at pd->end_ns: cur is the
+ * task itself when deferred, else whatever runs now (unused: total and per-CPU
+ * histograms need no task, and no records are taken).
+ */
+static __always_inline void tp_count(struct runq_pending *pd, struct task_struct *cur,
+				     __u32 tid, __u32 tgid, struct lh_counters *c, __u32 buf)
+{
+	struct runq_record *r;
+	__u64 delta;
+
+	c->v[LH_EV_ENDS]++;
+	if (pd->state != PEND_WAIT) {
+		c->v[LH_LOSS_UNPAIRED]++;
+		return;
+	}
+	if (!lh_delta(c, pd->start_ns, pd->end_ns, &delta))
+		return;
+	if (hist_record(cur, tid, tgid, pd->kind, delta, false, c, buf))
+		c->v[LH_EV_PAIRED]++;
+	if (!TP_DEFER)
+		return;
+	r = record_begin(tid, tgid, pd->kind, pd->start_cpu, pd->prev_tid, pd->end_ns, delta, c);
+	if (!r)
+		return;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	__builtin_memcpy(r->prev_comm, pd->prev_comm, sizeof(r->prev_comm));
+	lh_record_submit(r);
+}
+
 /* Count the wait pending on this CPU: cur (current) is leaving, with pid ptid. */
 static __always_inline void tp_account(struct runq_pending *pd, struct task_struct *cur,
 				       __u32 ptid, struct lh_counters *c, __u32 buf)
 {
 	__u32 tid = pd->tid, tgid;
-	struct runq_record *r;
-	__u64 delta;
 
 	pd->tid = 0;
-	if (ptid != tid) {	/* a switch on this CPU was missed: so was this wait */
+	if (ptid != tid) {
+		/* the kernel reported no switch-out of tid (seen for a few threads of
+		 * PID 1 here): its wait is lost, unless it is known to be filtered out */
+		if (TP_TASK_FILTERS && pd->sel == SEL_NO) {
+			c->v[LH_EV_FILTERED]++;
+			return;
+		}
 		c->v[LH_EV_ENDS]++;
 		c->v[LH_LOSS_UNPAIRED]++;
 		return;
@@ -781,35 +830,23 @@ static __always_inline void tp_account(struct runq_pending *pd, struct task_stru
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
-	c->v[LH_EV_ENDS]++;
 	if (pd->state == PEND_NO_ENTRY) {
 		/* never seen since tracing began: see on_switch_in() */
+		c->v[LH_EV_ENDS]++;
 		if (BPF_CORE_READ(cur, start_time) > lh_start_ns)
 			c->v[LH_LOSS_UNPAIRED]++;
 		else
 			c->v[LH_EV_BEFORE_TRACE]++;
 		return;
 	}
-	if (pd->state != PEND_WAIT) {
-		c->v[LH_LOSS_UNPAIRED]++;
-		return;
-	}
-	if (!lh_delta(c, pd->start_ns, pd->end_ns, &delta))
-		return;
-	if (hist_record(cur, tid, tgid, pd->kind, delta, false, c, buf))
-		c->v[LH_EV_PAIRED]++;
-	r = record_begin(tid, tgid, pd->kind, pd->start_cpu, pd->prev_tid, pd->end_ns, delta, c);
-	if (!r)
-		return;
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	__builtin_memcpy(r->prev_comm, pd->prev_comm, sizeof(r->prev_comm));
-	lh_record_submit(r);
+	tp_count(pd, cur, tid, tgid, c, buf);
 }
 
 /* cur (current, pid ptid) leaves the CPU: a runnable one starts a preemption wait. */
 static __always_inline void tp_switch_out(struct task_struct *cur, __u32 ptid, long prev_state,
 					  __u64 now, struct lh_counters *c)
 {
+	bool runnable = tp_runnable(prev_state), sel;
 	struct runq_start *s;
 
 	if (prev_state & 0x30) {
@@ -818,13 +855,18 @@ static __always_inline void tp_switch_out(struct task_struct *cur, __u32 ptid, l
 		bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return;
 	}
-	if (!tp_runnable(prev_state))
+	if (!runnable && !TP_TASK_FILTERS)
 		return;
-	if (!task_selected(cur, ptid, BPF_CORE_READ(cur, tgid))) {
+	sel = task_selected(cur, ptid, BPF_CORE_READ(cur, tgid));
+	s = tp_start(ptid, runnable && sel, c);
+	if (s && TP_TASK_FILTERS)
+		s->sel = sel ? SEL_YES : SEL_NO;
+	if (!runnable)
+		return;
+	if (!sel) {
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
-	s = tp_start(ptid, true, c);
 	if (!s)
 		return;
 	if (s->ts)		/* a start of a task on the CPU: its switch-in was missed */
@@ -836,9 +878,9 @@ static __always_inline void tp_switch_out(struct task_struct *cur, __u32 ptid, l
 }
 
 /* pid ntid gets the CPU: take its start, to be counted at its switch-out. */
-static __always_inline void tp_switch_in(struct runq_pending *pd,
+static __always_inline void tp_switch_in(struct runq_pending *pd, struct task_struct *cur,
 					 struct trace_event_raw_sched_switch *ctx, __u32 ntid,
-					 __u64 now, struct lh_counters *c)
+					 __u64 now, struct lh_counters *c, __u32 buf)
 {
 	struct runq_start *s = tp_start(ntid, false, c);
 
@@ -854,7 +896,9 @@ static __always_inline void tp_switch_in(struct runq_pending *pd,
 	if (slower_than_ns != ~0ULL)
 		bpf_core_read(pd->prev_comm, sizeof(pd->prev_comm), &ctx->prev_comm);
 	if (!s) {
+		/* deferred either way: only the task tells before-trace from a loss */
 		pd->state = PEND_NO_ENTRY;
+		pd->sel = SEL_UNKNOWN;
 		return;
 	}
 	pd->state = s->ts && (s->kind == RUNQ_WAKEUP || s->kind == RUNQ_PREEMPT) ?
@@ -862,7 +906,12 @@ static __always_inline void tp_switch_in(struct runq_pending *pd,
 	pd->start_ns = s->ts;
 	pd->kind = s->kind;
 	pd->start_cpu = s->cpu;
+	pd->sel = s->sel;
 	s->ts = 0;
+	if (!TP_DEFER) {	/* only the pid is needed: count it now */
+		pd->tid = 0;
+		tp_count(pd, cur, ntid, 0, c, buf);
+	}
 }
 
 static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
@@ -890,7 +939,7 @@ static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
 	if (on)
 		*on = ntid;
 	if (ntid)
-		tp_switch_in(pd, ctx, ntid, now, c);
+		tp_switch_in(pd, cur, ctx, ntid, now, c, buf);
 	if (oncpu_on) {
 		/* the slice starts unfiltered but for -t; on_slice() filters at its end */
 		n.tid = ntid;

@@ -28,6 +28,8 @@ struct runq_start {
 	unsigned long long nsw;		/* preempt start: the task's nvcsw + nivcsw then */
 	unsigned int kind;		/* enum runq_kind */
 	unsigned int cpu;		/* CPU of the wakeup or preemption */
+	unsigned int sel;		/* tracepoint path: 0 unknown, 1 passes -p/--cgroup, 2 not */
+	unsigned int pad;
 };
 
 /* Key of the per-process / per-thread histogram hash. */

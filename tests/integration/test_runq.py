@@ -573,3 +573,24 @@ def test_tracepoint_path_keeps_perf_events():
     waits = sum(h["count"] for h in doc["histograms"])
     check(waits > 100 and seen >= waits, f"perf counted {seen} switches while lathist paired "
                                          f"{waits} waits of the workload alone")
+
+
+def test_tracepoint_total_counts_at_switch_in():
+    """Without -p/--cgroup, per-process/per-thread keys or records, the tracepoint path
+    needs only the pid and counts a wait at its switch-in, as tp_btf does: traced side by
+    side system-wide, the two count the same waits and losses (within a few: the two
+    attach a moment apart)."""
+    work = Workload("mix", CPU, 2, 1, 800)
+    work.start()
+    tools = {a: Lathist("runq", "-f", "json", "--attach", a).start() for a in ("tp_btf", "tracepoint")}
+    work.go()
+    work.wait()
+    docs = {}
+    for a, t in tools.items():
+        rc, out, err = t.stop()
+        check(rc == 0, f"{a}: {err}")
+        docs[a] = json.loads(out)["loss"]
+    b, t = docs["tp_btf"], docs["tracepoint"]
+    check(b["paired"] > 500 and abs(b["paired"] - t["paired"]) <= 0.02 * b["paired"] + 20,
+          f"paired: tp_btf {b['paired']}, tracepoint {t['paired']}")
+    check(t["lost"] <= b["lost"] + 3, f"losses: tp_btf {b}, tracepoint {t}")
