@@ -343,6 +343,11 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	case 'o':
 		return opt_output(o, arg, tool);
 	case LH_OPT_ATTACH:
+		if (o->attach_set) {
+			lh_usage_error(tool, "--attach given twice; give one type");
+			return -EINVAL;
+		}
+		o->attach_set = true;
 		if (!strcmp(arg, "auto")) {
 			o->attach = LH_ATTACH_AUTO;
 		} else if (lh_attach_parse(arg, &o->attach)) {

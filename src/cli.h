@@ -27,6 +27,7 @@ struct lh_common_opts {
 	const char *output;	/* NULL = stdout */
 	enum lh_format format;
 	enum lh_attach_mode attach;
+	bool attach_set;	/* --attach given (twice is refused) */
 	bool verbose;
 	uint32_t pid;		/* 0 = any process */
 	char cgroup[PATH_MAX];	/* "" = any cgroup */

@@ -435,6 +435,7 @@ BAD = [
     (["-i", "0"], 2, "not an interval"),
     (["-u", "s"], 2, "unknown unit"),
     (["--attach", "kprobe"], 2, "unknown attach type"),
+    (["--attach", "tracepoint", "--attach", "raw_tp"], 2, "--attach given twice"),
     (["--per-thread", "--per-cpu"], 2, "only one of"),
     (["--per-cpu=1"], 2, "takes no value"),
     (["extra"], 2, "unexpected argument"),
