@@ -301,9 +301,17 @@ static __always_inline void req_done(struct bio_req *r, struct lh_counters *c, _
 	record_request(r, now, queue_ns, dev_ns, total_ns, c);
 }
 
-/* An end with no entry: another disk (--disk), or a request from before tracing. */
-static __always_inline void end_unknown(struct lh_counters *c, __u32 dev)
+/*
+ * An end with no entry: another disk (--disk), or a request from before
+ * tracing. A completion of 0 bytes with no entry is not an end: a write with
+ * FUA or a preflush completes once more, with 0 bytes, when its flush
+ * sequence ends (blk_flush_complete_seq()), after its data completion was
+ * counted; it is left out.
+ */
+static __always_inline void end_unknown(struct lh_counters *c, __u32 dev, __u32 nr_bytes)
 {
+	if (!nr_bytes)
+		return;
 	if (filter_dev && dev != filter_dev) {
 		c->v[LH_EV_FILTERED]++;
 	} else {
@@ -323,7 +331,7 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		return 0;
 	r = bpf_map_lookup_elem(&bio_requests, &key);
 	if (!r) {
-		end_unknown(c, filter_dev ? rq_dev(rq, btf) : 0);
+		end_unknown(c, filter_dev ? rq_dev(rq, btf) : 0, nr_bytes);
 		return 0;
 	}
 	if (r->issued_ns && r->done_bytes + nr_bytes < r->bytes) {
@@ -583,7 +591,7 @@ static __always_inline void tp_complete(struct trace_event_raw_block_rq_completi
 	nr_bytes = ctx->nr_sector << 9;		/* the record holds nr_bytes >> 9 */
 	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
 	if (!r) {
-		end_unknown(c, k.dev);
+		end_unknown(c, k.dev, nr_bytes);
 		return;
 	}
 	/* a chunk under one sector (nr_sector 0) cannot move the key: the last one */
