@@ -138,6 +138,7 @@ void lh_anon_report(const struct lh_anon *a, struct lh_report *r)
 {
 	for (size_t i = 0; i < r->nhists; i++)
 		anon_key(a, &r->hists[i].key);
+	lh_report_index_reset(r);	/* the keys changed */
 	for (size_t i = 0; i < r->npmu; i++)
 		anon_key(a, &r->pmu[i].key);
 	lh_report_sort(r);

@@ -82,6 +82,7 @@ void lh_report_sort(struct lh_report *r)
 	sort_meta = &r->meta;
 	if (r->nhists)
 		qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
+	lh_report_index_reset(r);
 	sort_meta = NULL;
 	if (r->npmu)
 		qsort(r->pmu, r->npmu, sizeof(*r->pmu), pmu_cmp);
@@ -117,6 +118,9 @@ void lh_report_clear(struct lh_report *r)
 	free(r->hists);
 	r->hists = NULL;
 	r->nhists = r->cap = 0;
+	free(r->index);
+	r->index = NULL;
+	r->index_cap = r->index_n = 0;
 	memset(r->counters, 0, sizeof(r->counters));
 }
 
@@ -168,13 +172,81 @@ int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS])
 	return n;
 }
 
+void lh_report_index_reset(struct lh_report *r)
+{
+	if (r->index)
+		memset(r->index, 0, r->index_cap * sizeof(*r->index));
+	r->index_n = 0;
+}
+
+/* FNV-1a over the name and the key's bytes (keys are zero-initialised, padding too). */
+static size_t hist_hash(const char *name, const struct lh_key *key)
+{
+	const unsigned char *p = (const unsigned char *)key;
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
+	for (size_t i = 0; i < sizeof(*key); i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+static bool hist_is(const struct lh_hist *h, const char *name, const struct lh_key *key)
+{
+	return !strcmp(h->name, name) && !memcmp(&h->key, key, sizeof(*key));
+}
+
+/* Put hists[i] in the table (which has a free slot: it is kept at most half full). */
+static void index_put(struct lh_report *r, size_t i)
+{
+	size_t mask = r->index_cap - 1, j = hist_hash(r->hists[i].name, &r->hists[i].key) & mask;
+
+	while (r->index[j])
+		j = (j + 1) & mask;
+	r->index[j] = i + 1;
+}
+
+/* Cover hists[0..nhists] (one more to come) at most half full; -ENOMEM. */
+static int index_update(struct lh_report *r)
+{
+	if (r->index_n > r->nhists)	/* hists were cleared under it */
+		lh_report_index_reset(r);
+	if (2 * (r->nhists + 1) > r->index_cap) {
+		size_t cap = r->index_cap ? r->index_cap : 64;
+		size_t *n;
+
+		while (2 * (r->nhists + 1) > cap)
+			cap *= 2;
+		n = calloc(cap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		free(r->index);
+		r->index = n;
+		r->index_cap = cap;
+		r->index_n = 0;
+	}
+	for (; r->index_n < r->nhists; r->index_n++)
+		index_put(r, r->index_n);
+	return 0;
+}
+
 struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
 				    const struct lh_key *key)
 {
-	for (size_t i = 0; i < r->nhists; i++)
-		if (!strcmp(r->hists[i].name, name) && !memcmp(&r->hists[i].key, key, sizeof(*key)))
-			return &r->hists[i];
-	return lh_report_add_hist(r, name, key);
+	struct lh_hist *h;
+	size_t mask, j;
+
+	if (index_update(r))
+		return NULL;
+	mask = r->index_cap - 1;
+	for (j = hist_hash(name, key) & mask; r->index[j]; j = (j + 1) & mask)
+		if (hist_is(&r->hists[r->index[j] - 1], name, key))
+			return &r->hists[r->index[j] - 1];
+	h = lh_report_add_hist(r, name, key);
+	if (h)
+		r->index[j] = ++r->index_n;	/* the free slot the probe ended on */
+	return h;
 }
 
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)

@@ -116,10 +116,15 @@ struct lh_report {
 	uint64_t counters[LH_NR_COUNTERS];
 	struct lh_pmu_row *pmu;		/* runq --counters: one row per key and counter */
 	size_t npmu, pmu_cap;
+	/* lh_report_find_hist's open-addressing table: hists[] position + 1 (0 = empty),
+	 * covering hists[0..index_n); index_cap slots (a power of two). Rebuilt after
+	 * lh_report_sort, lh_report_clear or a change of keys (lh_report_index_reset). */
+	size_t *index;
+	size_t index_cap, index_n;
 };
 
-/* The histogram of r with this name and key, appended empty when r has none
- * (a linear search); NULL on ENOMEM. */
+/* The histogram of r with this name and key, appended empty when r has none:
+ * a hash lookup, expected O(1); NULL on ENOMEM. */
 struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
 				    const struct lh_key *key);
 
@@ -129,6 +134,9 @@ struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
  * (Prometheus counters never go down). -ENOMEM, -EINVAL on a scheme mismatch.
  */
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src);
+
+/* Forget lh_report_find_hist's table: call after reordering hists or changing keys. */
+void lh_report_index_reset(struct lh_report *r);
 
 /* Counter rows are sorted by key: the end (exclusive) of the rows sharing row a's key. */
 size_t lh_pmu_key_end(const struct lh_report *r, size_t a);

@@ -147,12 +147,56 @@ static void test_ipc(void **state)
 	lh_report_clear(&r);
 }
 
+/* lh_report_find_hist's hash table against the linear search it replaced: the same
+ * histogram for the same name and key, across growth, lh_report_sort and new keys. */
+static void test_find_hist_index(void **state)
+{
+	static const char *const names[] = { "wakeup", "preempt", "oncpu" };
+	struct lh_report r;
+	struct lh_hist *h;
+	(void)state;
+
+	make_report(&r, NULL, 0, NULL);	/* one total "wakeup" histogram */
+	for (int round = 0; round < 3; round++) {
+		for (uint32_t i = 0; i < 3000; i++) {
+			struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = i % 1000,
+					    .birth_ns = i % 7 };
+			const char *name = names[i % 3];
+
+			snprintf(k.comm, sizeof(k.comm), "t%u", i % 1000);
+			h = lh_report_find_hist(&r, name, &k);
+			assert_non_null(h);
+			assert_string_equal(h->name, name);
+			assert_memory_equal(&h->key, &k, sizeof(k));
+			h->count++;
+		}
+		if (round == 1)
+			lh_report_sort(&r);	/* moves every histogram */
+	}
+	/* keys (i % 1000, i % 7, i % 3) over 0..2999: 3000 distinct (the moduli are
+	 * coprime), each found once per round; the total histogram never */
+	assert_int_equal(r.nhists, 1 + 3000);
+	{
+		size_t thrice = 0, never = 0;
+
+		for (size_t i = 0; i < r.nhists; i++) {
+			thrice += r.hists[i].count == 3;
+			never += r.hists[i].count == 0;
+		}
+		assert_int_equal(thrice, 3000);
+		assert_int_equal(never, 1);
+	}
+	lh_report_clear(&r);
+	assert_null(r.index);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_c9_bound_is_upper_inclusive),
 		cmocka_unit_test(test_label_and_csv_escaping),
 		cmocka_unit_test(test_ipc),
+		cmocka_unit_test(test_find_hist_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
