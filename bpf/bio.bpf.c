@@ -490,6 +490,17 @@ static __always_inline long tp_put(struct bio_tp_key *k, struct bio_req *v, stru
 	return err;
 }
 
+/* Move a request's entry r (found under from) to key to: its start sector moved. */
+static __always_inline void tp_move(struct bio_tp_key *from, struct bio_req *r,
+				    struct bio_tp_key *to, struct lh_counters *c)
+{
+	struct bio_req v = *r;
+
+	bpf_map_delete_elem(&bio_tp_requests, from);
+	if (tp_put(to, &v, c))
+		c->v[LH_LOSS_START_OTHER]++;
+}
+
 /* A request created (block_io_start, or block_rq_insert before 6.5), or first seen
  * at issue (at_issue). NULL when it is not traced (other disk, map full: counted). */
 static __always_inline struct bio_req *tp_start(struct bio_tp_key *k, bool at_issue,
@@ -574,7 +585,7 @@ int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
 static __always_inline void tp_complete(struct trace_event_raw_block_rq_completion *ctx)
 {
 	struct bio_tp_key k = {}, rest;
-	struct bio_req *r, v;
+	struct bio_req *r;
 	__u32 buf, nr_bytes;
 	__u64 sector;
 	struct lh_counters *c = lh_counters(&buf);
@@ -597,13 +608,10 @@ static __always_inline void tp_complete(struct trace_event_raw_block_rq_completi
 	/* a chunk under one sector (nr_sector 0) cannot move the key: the last one */
 	if (r->issued_ns && ctx->nr_sector && r->done_bytes + nr_bytes < r->bytes) {
 		/* the rest of the request now starts after what completed */
-		v = *r;
-		v.done_bytes += nr_bytes;
+		r->done_bytes += nr_bytes;
 		rest = k;
 		rest.sector += ctx->nr_sector;
-		bpf_map_delete_elem(&bio_tp_requests, &k);
-		if (tp_put(&rest, &v, c))
-			c->v[LH_LOSS_START_OTHER]++;
+		tp_move(&k, r, &rest, c);
 		c->v[LH_EV_BIO_PARTIAL]++;
 		return;
 	}
@@ -643,7 +651,7 @@ int bio_merge_tp(struct trace_event_raw_block_rq *ctx)
 static __always_inline void tp_frontmerge(struct trace_event_raw_block_bio *ctx)
 {
 	struct bio_tp_key old = {}, k = {};
-	struct bio_req *r, v;
+	struct bio_req *r;
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
@@ -653,12 +661,8 @@ static __always_inline void tp_frontmerge(struct trace_event_raw_block_bio *ctx)
 	old = k;
 	old.sector += ctx->nr_sector;
 	r = bpf_map_lookup_elem(&bio_tp_requests, &old);
-	if (!r)
-		return;
-	v = *r;
-	bpf_map_delete_elem(&bio_tp_requests, &old);
-	if (tp_put(&k, &v, c))
-		c->v[LH_LOSS_START_OTHER]++;
+	if (r)
+		tp_move(&old, r, &k, c);
 }
 
 SEC("tracepoint/block/block_bio_frontmerge")
