@@ -117,7 +117,7 @@ static __always_inline void *lh_record_reserve(struct lh_counters *c, __u64 late
  * Submit without waking the consumer until rb_wakeup_bytes are waiting (it
  * polls every 100 ms anyway, so batching delays records, never loses them);
  * rb_wakeup_bytes 0 leaves it to the kernel (wake when the consumer has
- * caught up), kept for bench/ringbuf_wakeup.py to compare.
+ * caught up), kept for bench/records_overhead.py to compare (--test-kernel-wakeup).
  */
 static __always_inline void lh_record_submit(void *r)
 {
@@ -188,6 +188,24 @@ static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
 	slots[s]++;
 }
 
+/*
+ * Add key to a hash map with value init (the caller has looked it up and not
+ * found it) and return the map's value; another CPU adding it first is no
+ * failure. NULL when the map is full or out of memory, counted in the class
+ * starting at base (see lh_count_map_err).
+ */
+static __always_inline void *lh_map_add(void *map, const void *key, const void *init,
+					struct lh_counters *c, int base)
+{
+	long err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+
+	if (err && err != -EEXIST) {
+		lh_count_map_err(c, base, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
 /* Find or create the histogram for key in a per-CPU hash; NULL (with the
  * failure counted) when the map is full or out of memory. */
 static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
@@ -196,7 +214,6 @@ static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 	struct lh_hist_head *h;
 	__u32 zero = 0;
 	void *init;
-	long err;
 
 	h = bpf_map_lookup_elem(map, key);
 	if (h)
@@ -204,12 +221,7 @@ static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 	init = bpf_map_lookup_elem(&lathist_zero_hist, &zero);
 	if (!init)
 		return NULL;
-	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		lh_count_map_err(c, LH_LOSS_HIST_E2BIG, err);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(map, key);
+	return lh_map_add(map, key, init, c, LH_LOSS_HIST_E2BIG);
 }
 
 #endif /* LATHIST_BPF_H */

@@ -19,7 +19,6 @@
 #include "lathist.bpf.h"
 #include "core_fixes.bpf.h"
 #include "runq.h"
-#include "pmu.h"
 
 #define TASK_RUNNING 0
 #define TASK_DEAD 0x80		/* include/linux/sched.h, since 4.14 */
@@ -150,7 +149,6 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 {
 	struct runq_start *s, init = {};
 	__u64 birth;
-	long err;
 
 	if (btf) {
 		s = bpf_task_storage_get(&runq_task_start, t, 0,
@@ -173,12 +171,7 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 	if (s || !create)
 		return s;
 	init.birth_ns = birth;
-	err = bpf_map_update_elem(&runq_pid_start, &tid, &init, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&runq_pid_start, &tid);
+	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG);
 }
 
 static __always_inline int on_wakeup(struct task_struct *p, bool btf)
@@ -240,6 +233,17 @@ static __always_inline void task_key(struct runq_hist_key *key, struct task_stru
 	}
 }
 
+/* A per-process/per-thread key's name, taken once: the thread's, or its leader's. */
+static __always_inline void key_comm(char comm[16], struct task_struct *t)
+{
+	if (comm[0])
+		return;
+	if (group == RUNQ_GROUP_THREAD)
+		BPF_CORE_READ_STR_INTO((char (*)[16])comm, t, comm);
+	else
+		BPF_CORE_READ_STR_INTO((char (*)[16])comm, t, group_leader, comm);
+}
+
 /* Add a wait (or slice) to its histogram; false (failure counted) when the map is full. */
 static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 tgid,
 					__u32 kind, __u64 delta, bool btf,
@@ -261,12 +265,7 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
 	h = lh_hist_keyed(&runq_hist_keyed, &key, c);
 	if (!h)
 		return false;
-	if (!h->comm[0]) {
-		if (group == RUNQ_GROUP_THREAD)
-			BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
-		else
-			BPF_CORE_READ_STR_INTO(&h->comm, t, group_leader, comm);
-	}
+	key_comm(h->comm, t);
 	lh_hist_add(h, delta);
 	return true;
 }
@@ -418,7 +417,6 @@ static __always_inline struct lh_pmu_val *pmu_val(struct task_struct *t, __u32 t
 	static const struct lh_pmu_val zero;
 	struct runq_hist_key key = {};
 	struct lh_pmu_val *v;
-	long err;
 
 	if (group == RUNQ_GROUP_TOTAL || group == RUNQ_GROUP_CPU)
 		return bpf_map_lookup_elem(&runq_pmu, &buf);
@@ -426,12 +424,7 @@ static __always_inline struct lh_pmu_val *pmu_val(struct task_struct *t, __u32 t
 	v = bpf_map_lookup_elem(&runq_pmu_keyed, &key);
 	if (v)
 		return v;
-	err = bpf_map_update_elem(&runq_pmu_keyed, &key, &zero, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		lh_count_map_err(c, LH_LOSS_HIST_E2BIG, err);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&runq_pmu_keyed, &key);
+	return lh_map_add(&runq_pmu_keyed, &key, &zero, c, LH_LOSS_HIST_E2BIG);
 }
 
 static __always_inline void count_pmu_err(struct lh_counters *c, long err)
@@ -451,8 +444,8 @@ static __always_inline void count_pmu_err(struct lh_counters *c, long err)
  * time_enabled, time_running) to prev's key. Counters are read once per switch:
  * the end of one slice is the start of the next.
  */
-static __always_inline void on_slice(struct task_struct *prev, struct task_struct *next,
-				     const struct next_task *n, __u64 now, bool btf,
+static __always_inline void on_slice(struct task_struct *prev, const struct next_task *n,
+				     __u64 now, bool btf,
 				     struct lh_counters *c, __u32 buf)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), ptid, ntid = n->tid, tgid, bad = 0;
@@ -504,10 +497,8 @@ static __always_inline void on_slice(struct task_struct *prev, struct task_struc
 	if (pv) {
 		bool missing = false;
 
-		if (group == RUNQ_GROUP_THREAD && !pv->comm[0])
-			BPF_CORE_READ_STR_INTO(&pv->comm, prev, comm);
-		else if (group == RUNQ_GROUP_PROCESS && !pv->comm[0])
-			BPF_CORE_READ_STR_INTO(&pv->comm, prev, group_leader, comm);
+		if (group == RUNQ_GROUP_THREAD || group == RUNQ_GROUP_PROCESS)
+			key_comm(pv->comm, prev);
 		pv->slices++;
 		pv->oncpu_ns += delta;
 		for (i = 0; i < LH_MAX_PMU; i++) {
@@ -567,7 +558,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	}
 	on_switch_in(prev, next, &n, now, btf, c, buf);
 	if (oncpu_on)	/* on_slice needs now: set above */
-		on_slice(prev, next, &n, now, btf, c, buf);
+		on_slice(prev, &n, now, btf, c, buf);
 	return 0;
 }
 
@@ -714,16 +705,10 @@ static __always_inline bool tp_runnable(long prev_state)
 static __always_inline struct runq_start *tp_start(__u32 tid, bool create, struct lh_counters *c)
 {
 	struct runq_start *s = bpf_map_lookup_elem(&runq_pid_start, &tid), init = {};
-	long err;
 
 	if (s || !create)
 		return s;
-	err = bpf_map_update_elem(&runq_pid_start, &tid, &init, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&runq_pid_start, &tid);
+	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG);
 }
 
 static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
@@ -944,7 +929,7 @@ static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
 		/* the slice starts unfiltered but for -t; on_slice() filters at its end */
 		n.tid = ntid;
 		n.selected = !filter_tid || ntid == filter_tid;
-		on_slice(cur, NULL, &n, now, false, c, buf);
+		on_slice(cur, &n, now, false, c, buf);
 	}
 }
 
