@@ -174,9 +174,18 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 
 /* ---- loader ---- */
 
+struct bio_attach_plan {
+	enum lh_attach_mode type;
+	bool has_io_start;	/* block_io_start exists (6.5+) */
+	bool issue_has_q;
+	bool insert_has_q;
+	bool has_merge;		/* block_rq_merge exists */
+};
+
 struct bio_ctx {
 	struct bio_opts *o;
 	struct bio_bpf *skel;
+	struct bio_attach_plan plan;	/* of the attach type being loaded */
 };
 
 static void grouping_name(unsigned int g, char *buf, size_t len)
@@ -186,14 +195,6 @@ static void grouping_name(unsigned int g, char *buf, size_t len)
 		 g & BIO_GROUP_DISK ? (g & BIO_GROUP_PROCESS ? ",disk" : "disk") : "",
 		 g & BIO_GROUP_OP ? (g & (BIO_GROUP_PROCESS | BIO_GROUP_DISK) ? ",op" : "op") : "");
 }
-
-struct bio_attach_plan {
-	enum lh_attach_mode type;
-	bool has_io_start;	/* block_io_start exists (6.5+) */
-	bool issue_has_q;
-	bool insert_has_q;
-	bool has_merge;		/* block_rq_merge exists */
-};
 
 static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 {
@@ -423,20 +424,40 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 			s->report.meta.unit, queue, device, op, r->bytes, disk, r->pid, comm);
 }
 
-static int load(void *skel)
+static void *skel_open(void)
+{
+	return bio_bpf__open();
+}
+
+static size_t skel_configure(void *skel, void *tool, enum lh_attach_mode type)
+{
+	struct bio_ctx *x = tool;
+
+	plan_for(&x->plan, type);
+	return configure(skel, x->o, &x->plan);
+}
+
+static int skel_load(void *skel)
 {
 	return bio_bpf__load(skel);
 }
+
+static void skel_destroy(void *skel)
+{
+	bio_bpf__destroy(skel);
+}
+
+static const struct lh_skel_ops skel_ops = { skel_open, skel_configure, skel_load, skel_destroy };
 
 int bio_main(int argc, char **argv)
 {
 	struct bio_opts o;
 	struct bio_ctx x = { .o = &o };
-	struct bio_attach_plan plan = {};
-	enum lh_attach_mode types[3];
+	enum lh_attach_mode types[3], type = LH_ATTACH_AUTO;
 	struct lh_session s;
 	char grouping[32], what[64];
 	size_t value_size = 0;
+	void *skel;
 	int err, ntypes;
 
 	err = bio_parse_args(argc, argv, &o);
@@ -454,26 +475,14 @@ int bio_main(int argc, char **argv)
 	s.read_hists = read_hists;
 	s.format_record = format_record;
 	s.tool = &x;
-	/* each type in turn until one loads (auto), else the one asked for */
-	for (int i = 0; i < ntypes; i++) {
-		plan_for(&plan, types[i]);
-		x.skel = bio_bpf__open();
-		if (!x.skel) {
-			fprintf(stderr, "lathist bio: cannot open the BPF object: %s\n",
-				strerror(errno));
-			return LH_EXIT_RUNTIME;
-		}
-		value_size = configure(x.skel, &o, &plan);
-		err = lh_load_as(TOOL, &o.c, plan.type,
-				 i + 1 < ntypes ? types[i + 1] : LH_ATTACH_AUTO, load, x.skel);
-		if (!err || err == -EPERM || i + 1 == ntypes)
-			break;
-		bio_bpf__destroy(x.skel);
-	}
-	meta_attach(&s.report.meta, &plan);
+	err = lh_load_first(TOOL, &o.c, types, ntypes, &skel_ops, &x, &skel, &type, &value_size);
+	if (!skel)
+		return LH_EXIT_RUNTIME;
+	x.skel = skel;
+	meta_attach(&s.report.meta, &x.plan);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
-	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(plan.type));
+	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));
 	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
 	bio_bpf__destroy(x.skel);
 	return err;

@@ -238,6 +238,7 @@ struct runq_ctx {
 	struct runq_bpf *skel;
 	int *pmu_fds;		/* npmu x ncpus perf event fds (--counters) */
 	int ncpus;
+	bool has_storage;	/* BPF task storage: tp_btf can run */
 };
 
 static const char *group_name(enum runq_group g)
@@ -646,10 +647,29 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 			prev);
 }
 
-static int load(void *skel)
+static void *skel_open(void)
+{
+	return runq_bpf__open();
+}
+
+static size_t skel_configure(void *skel, void *tool, enum lh_attach_mode type)
+{
+	struct runq_ctx *x = tool;
+
+	return configure(skel, x->o, type, x->has_storage);
+}
+
+static int skel_load(void *skel)
 {
 	return runq_bpf__load(skel);
 }
+
+static void skel_destroy(void *skel)
+{
+	runq_bpf__destroy(skel);
+}
+
+static const struct lh_skel_ops skel_ops = { skel_open, skel_configure, skel_load, skel_destroy };
 
 int runq_main(int argc, char **argv)
 {
@@ -658,7 +678,7 @@ int runq_main(int argc, char **argv)
 	struct lh_session s;
 	enum lh_attach_mode types[3], type = LH_ATTACH_AUTO;
 	size_t value_size = 0;
-	bool has_storage;
+	void *skel;
 	char what[64];
 	int err, ntypes;
 
@@ -667,8 +687,8 @@ int runq_main(int argc, char **argv)
 		return err > 0 ? LH_EXIT_OK : LH_EXIT_USAGE;
 	if (lh_preflight(TOOL, &o.c))
 		return LH_EXIT_RUNTIME;
-	has_storage = lh_probe_tp_btf_task_storage();
-	ntypes = lh_attach_candidates(TOOL, o.c.attach, has_storage, "BPF task storage (5.11+)",
+	x.has_storage = lh_probe_tp_btf_task_storage();
+	ntypes = lh_attach_candidates(TOOL, o.c.attach, x.has_storage, "BPF task storage (5.11+)",
 				      "sched/sched_switch", types);
 	if (!ntypes)
 		return LH_EXIT_RUNTIME;
@@ -681,22 +701,10 @@ int runq_main(int argc, char **argv)
 	s.max_value_size = sizeof(struct lh_pmu_val);
 	s.format_record = format_record;
 	s.tool = &x;
-	/* each type in turn until one loads (auto), else the one asked for */
-	for (int i = 0; i < ntypes; i++) {
-		type = types[i];
-		x.skel = runq_bpf__open();
-		if (!x.skel) {
-			fprintf(stderr, "lathist runq: cannot open the BPF object: %s\n",
-				strerror(errno));
-			return LH_EXIT_RUNTIME;
-		}
-		value_size = configure(x.skel, &o, type, has_storage);
-		err = lh_load_as(TOOL, &o.c, type, i + 1 < ntypes ? types[i + 1] : LH_ATTACH_AUTO,
-				 load, x.skel);
-		if (!err || err == -EPERM || i + 1 == ntypes)
-			break;
-		runq_bpf__destroy(x.skel);
-	}
+	err = lh_load_first(TOOL, &o.c, types, ntypes, &skel_ops, &x, &skel, &type, &value_size);
+	if (!skel)
+		return LH_EXIT_RUNTIME;
+	x.skel = skel;
 	meta_attach(&s.report.meta, type);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);

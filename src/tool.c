@@ -115,15 +115,31 @@ int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok
 	return n;
 }
 
-int lh_load_as(const char *tool, const struct lh_common_opts *o, enum lh_attach_mode t,
-	       enum lh_attach_mode next, int (*load)(void *skel), void *skel)
+int lh_load_first(const char *tool, const struct lh_common_opts *o,
+		  const enum lh_attach_mode *types, int n, const struct lh_skel_ops *ops,
+		  void *ctx, void **skel, enum lh_attach_mode *type, size_t *value_size)
 {
-	int err = (o->test_reject & (1U << t)) ? -EINVAL : load(skel);
+	int err = -EINVAL;
 
-	if (err && next != LH_ATTACH_AUTO && err != -EPERM)
+	for (int i = 0; i < n; i++) {
+		*type = types[i];
+		*skel = ops->open();
+		if (!*skel) {
+			err = -errno;
+			fprintf(stderr, "lathist %s: cannot open the BPF object: %s\n", tool,
+				strerror(-err));
+			return err;
+		}
+		*value_size = ops->configure(*skel, ctx, types[i]);
+		err = (o->test_reject & (1U << types[i])) ? -EINVAL : ops->load(*skel);
+		if (!err || err == -EPERM || i + 1 == n)
+			break;
 		fprintf(stderr, "lathist %s: the %s programs did not load (%s%s); trying %s\n",
-			tool, lh_attach_name(t), strerror(-err),
-			o->verbose ? "" : ", -v shows the verifier log", lh_attach_name(next));
+			tool, lh_attach_name(types[i]), strerror(-err),
+			o->verbose ? "" : ", -v shows the verifier log", lh_attach_name(types[i + 1]));
+		ops->destroy(*skel);
+		*skel = NULL;
+	}
 	return err;
 }
 

@@ -55,14 +55,27 @@ int lh_attach_in_order(const char *tool, const struct lh_prog_link *progs, size_
 int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok,
 			 const char *btf_why, const char *tp_event, enum lh_attach_mode out[3]);
 
+/* How a tool opens, configures, loads and destroys its skeleton (lh_load_first). */
+struct lh_skel_ops {
+	void *(*open)(void);		/* NULL with errno on failure */
+	/* options and map sizes for attach type t; returns the histogram map value size */
+	size_t (*configure)(void *skel, void *tool, enum lh_attach_mode t);
+	int (*load)(void *skel);	/* negative errno */
+	void (*destroy)(void *skel);
+};
+
 /*
- * Load a skeleton's object as type t (load: the skeleton's __load, on skel),
- * or fail it with -EINVAL when --test-reject names t. When it fails and next
- * is another type to try (not LH_ATTACH_AUTO), say so in one line. Returns 0
- * or the negative errno.
+ * Open, configure and load the skeleton as types[0..n) in turn until one
+ * loads; --test-reject fails a type's load with -EINVAL. A type that fails
+ * while another follows is said in one line and destroyed; -EPERM stops at
+ * once (every type would fail alike). *skel, *type and *value_size describe
+ * the last one tried. Returns 0 or the load's negative errno (*skel then
+ * stays, for lh_session_main's diagnosis and the caller's destroy), or -errno
+ * with *skel NULL when the object cannot be opened (said).
  */
-int lh_load_as(const char *tool, const struct lh_common_opts *o, enum lh_attach_mode t,
-	       enum lh_attach_mode next, int (*load)(void *skel), void *skel);
+int lh_load_first(const char *tool, const struct lh_common_opts *o,
+		  const enum lh_attach_mode *types, int n, const struct lh_skel_ops *ops,
+		  void *ctx, void **skel, enum lh_attach_mode *type, size_t *value_size);
 
 /* One-line diagnosis of a failed skeleton load (err: negative errno). */
 void lh_load_error(const char *tool, int err, bool verbose);

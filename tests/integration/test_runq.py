@@ -534,6 +534,9 @@ def test_attach_fallback():
         check(len(notes) == len(reject.split(",")) and f"trying {want}" in notes[-1],
               f"{reject}: stderr {err!r}")
         check(doc["loss"]["paired"] > 0, f"{reject}: nothing paired on {want}")
+    rc, out, err = run("bio", "-d", "0.3", "-f", "json", "--test-reject", "tp_btf,raw_tp")
+    check(rc == 0 and set(json.loads(out)["meta"]["attach"].values()) == {"tracepoint"} and
+          err.count("did not load") == 2, f"bio fallback: rc {rc}: {err!r}")
     rc, out, err = run("runq", "-d", "0.3", "--attach", "raw_tp", "--test-reject", "raw_tp")
     check(rc == 1 and "cannot load the BPF programs" in err and "trying" not in err and out == "",
           f"explicit type rejected: rc {rc}: {err!r}")
