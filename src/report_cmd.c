@@ -725,6 +725,7 @@ int report_main(int argc, char **argv)
 			goto out;
 		}
 		lh_anon_report(&anon, &m.r);
+		lh_anon_filters(&anon, &m.r.meta);	/* -p and -t values are ids too */
 	}
 	if (lh_emit(&m.r, &c))
 		rc = LH_EXIT_RUNTIME;

@@ -452,5 +452,10 @@ def test_anonymize():
         keys = [sorted((h["key"]["tid"], h["key"]["comm"]) for h in o["histograms"])
                 for o in outs]
         check(keys[0] == keys[1] and keys[0] != keys[2], "hashes not stable per salt")
+        # the -p filter is an id too: hashed like the keys' pid, never the real one
+        real = plain["meta"]["filters"]["pid"]
+        check(outs[0]["meta"]["filters"]["pid"] != real and
+              {h["key"]["pid"] for h in outs[0]["histograms"]} ==
+              {outs[0]["meta"]["filters"]["pid"]}, f"report filters {outs[0]['meta']['filters']}")
         check(sorted(h["count"] for h in outs[0]["histograms"]) ==
               sorted(h["count"] for h in plain["histograms"]), "counts changed")
