@@ -359,7 +359,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	case LH_OPT_TEST_REJECT: {
 		char *list = strdup(arg), *save = NULL;
 		enum lh_attach_mode t;
-		int err = 0;
+		int err = list ? 0 : -ENOMEM;
 
 		for (char *w = list ? strtok_r(list, ",", &save) : NULL; w;
 		     w = strtok_r(NULL, ",", &save)) {
@@ -372,7 +372,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			o->test_reject |= 1U << t;
 		}
 		free(list);
-		return list ? err : -ENOMEM;
+		return err;
 	}
 	case LH_OPT_MAX_KEYS:
 		if (lh_parse_u32(arg, 1, 1U << 24, &o->max_keys)) {
