@@ -580,21 +580,27 @@ def test_tracepoint_path_keeps_perf_events():
 
 
 def test_tracepoint_total_counts_at_switch_in():
-    """Without -p/--cgroup, per-process/per-thread keys or records, the tracepoint path
-    needs only the pid and counts a wait at its switch-in, as tp_btf does: traced side by
-    side system-wide, the two count the same waits and losses (within a few: the two
-    attach a moment apart)."""
+    """With per-CPU (or total) histograms and no -p/--cgroup/records, the tracepoint path
+    needs only the pid and counts a wait at its switch-in, as tp_btf does, so the waits of
+    tasks whose switch-out the kernel does not report (PID 1's threads here) are not lost.
+    Traced side by side with tp_btf, per CPU: on the workload's CPU each path counts at
+    least the workload threads' schedstat pcount (fewer only by reported losses), and the
+    tracepoint path reports no more losses than tp_btf (+3). (Their totals are not compared:
+    they attach a moment apart, and under other load the two windows see different tasks.)"""
     work = Workload("mix", CPU, 2, 1, 800)
     work.start()
-    tools = {a: Lathist("runq", "-f", "json", "--attach", a).start() for a in ("tp_btf", "tracepoint")}
+    tools = {a: Lathist("runq", "-f", "json", "--per-cpu", "--attach", a).start()
+             for a in ("tp_btf", "tracepoint")}
     work.go()
-    work.wait()
+    rows = work.wait()
     docs = {}
     for a, t in tools.items():
         rc, out, err = t.stop()
         check(rc == 0, f"{a}: {err}")
-        docs[a] = json.loads(out)["loss"]
-    b, t = docs["tp_btf"], docs["tracepoint"]
-    check(b["paired"] > 500 and abs(b["paired"] - t["paired"]) <= 0.02 * b["paired"] + 20,
-          f"paired: tp_btf {b['paired']}, tracepoint {t['paired']}")
+        docs[a] = json.loads(out)
+    want = sum(r["pcount"] for r in rows)
+    for a, d in docs.items():
+        on_cpu = sum(h["count"] for h in d["histograms"] if h["key"]["cpu"] == CPU)
+        LossBudget(d).check(min(on_cpu, want), want, f"{a}: waits on CPU {CPU}")
+    b, t = docs["tp_btf"]["loss"], docs["tracepoint"]["loss"]
     check(t["lost"] <= b["lost"] + 3, f"losses: tp_btf {b}, tracepoint {t}")
