@@ -45,6 +45,7 @@ enum lh_counter {
 	LH_LOSS_PMU_ENOENT,	/* bpf_perf_event_read_value: -ENOENT (no event in the slot) */
 	LH_LOSS_PMU_EINVAL,	/* bpf_perf_event_read_value: -EINVAL (event not readable here) */
 	LH_LOSS_PMU_OTHER,	/* bpf_perf_event_read_value: other errno */
+	LH_LOSS_PROG_MISSED,	/* runs of our programs the kernel skipped (userspace reads it) */
 	LH_NR_COUNTERS
 };
 

@@ -43,6 +43,7 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_LOSS_PMU_ENOENT] = { "counter_read_enoent", "counter reads failed: ENOENT (no event in the slot)", true, R, false, LH_FEAT_COUNTERS },
 	[LH_LOSS_PMU_EINVAL] = { "counter_read_einval", "counter reads failed: EINVAL (event not readable on this CPU)", true, R, false, LH_FEAT_COUNTERS },
 	[LH_LOSS_PMU_OTHER] = { "counter_read_error", "counter reads failed: other errno", true, R, false, LH_FEAT_COUNTERS },
+	[LH_LOSS_PROG_MISSED] = { "prog_missed", "runs of lathist's programs the kernel skipped (another BPF program was running on that CPU): each may lose an event", true, A, false },
 };
 #undef R
 #undef B

@@ -154,10 +154,33 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 	return 0;
 }
 
+/*
+ * Runs of the tool's programs the kernel skipped so far: bpf_prog_info's
+ * recursion_misses (5.12+; 0 before), counted when a program would run while
+ * it, or on classic tracepoints any kprobe or tracepoint program, is already
+ * running on that CPU (kernel/trace/bpf_trace.c trace_call_bpf()).
+ */
+static uint64_t prog_misses(const struct lh_session *s)
+{
+	struct bpf_program *p;
+	uint64_t n = 0;
+
+	bpf_object__for_each_program(p, s->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
+
 void lh_session_attached(struct lh_session *s, const char *what)
 {
 	*s->start_ns = lh_now_ns();
 	*s->enabled = true;
+	s->prog_misses = prog_misses(s);	/* what tracing counts starts here */
 	if (s->c->duration_ns)
 		fprintf(stderr, "Tracing %s for %.3g s... Hit Ctrl-C to end sooner.\n", what,
 			(double)s->c->duration_ns / 1e9);
@@ -168,6 +191,7 @@ void lh_session_attached(struct lh_session *s, const char *what)
 /* Read and clear the counters of buffer buf (no program writes it now). */
 static int read_counters(struct lh_session *s, uint32_t buf)
 {
+	uint64_t misses = prog_misses(s);
 	struct lh_counters *pc = calloc((size_t)s->ncpus, sizeof(*pc));
 	int err = 0;
 
@@ -178,6 +202,8 @@ static int read_counters(struct lh_session *s, uint32_t buf)
 		goto out;
 	}
 	lh_counters_sum(s->report.counters, pc, s->ncpus);
+	s->report.counters[LH_LOSS_PROG_MISSED] = misses - s->prog_misses;
+	s->prog_misses = misses;
 	memset(pc, 0, (size_t)s->ncpus * sizeof(*pc));
 	if (bpf_map_update_elem(s->counters_fd, &buf, pc, BPF_ANY))
 		err = -errno;

@@ -43,6 +43,7 @@ struct lh_session {
 	struct lh_lines series;		/* --series FILE, opened at the first interval */
 	uint64_t *trend_events, *trend_lost;	/* per interval, for the loss trend */
 	size_t ntrend;
+	uint64_t prog_misses;		/* the programs' recursion_misses at the last read */
 };
 
 /* Point the session at a loaded skeleton's shared .bss variables (lathist.bpf.h). */

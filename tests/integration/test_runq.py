@@ -99,6 +99,7 @@ def mix_oracle(attach):
           f"losses: {doc['loss']}, bias {doc['bias']}")
     check(doc["loss"]["paired"] == sum(h["count"] for h in doc["histograms"]),
           "paired differs from the histograms' total")
+    check("prog_missed" in doc["loss"], f"no prog_missed in {sorted(doc['loss'])}")
 
 
 def test_mix_schedstat_tp_btf():
