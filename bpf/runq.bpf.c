@@ -473,6 +473,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 		sl->tid = 0;
 		return;
 	}
+	#pragma unroll
 	for (i = 0; i < LH_MAX_PMU; i++) {
 		long err;
 
@@ -501,7 +502,8 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 			key_comm(pv->comm, prev);
 		pv->slices++;
 		pv->oncpu_ns += delta;
-		for (i = 0; i < LH_MAX_PMU; i++) {
+		#pragma unroll
+	for (i = 0; i < LH_MAX_PMU; i++) {
 			__u64 en, run;
 
 			if (i >= pmu_n)
@@ -528,6 +530,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 	sl->tid = ntid;
 	sl->ts = now;
 	sl->bad = bad;
+	#pragma unroll
 	for (i = 0; i < LH_MAX_PMU; i++) {
 		if (i >= pmu_n)
 			break;
@@ -899,6 +902,24 @@ static __always_inline void tp_switch_in(struct runq_pending *pd, struct task_st
 	}
 }
 
+/*
+ * The tracepoint program's on-CPU slice, in a global function: the verifier
+ * checks it once on its own, where inlined into the sched_switch program
+ * with 8 counters it went past the 1M-instruction limit. cur is current (the
+ * task leaving the CPU); ntid the pid coming in. Returns 0.
+ */
+__noinline int tp_slice(__u64 cur, __u32 ntid, __u64 now)
+{
+	/* the slice starts unfiltered but for -t; on_slice() filters at its end */
+	struct next_task n = { .tid = ntid, .selected = !filter_tid || ntid == filter_tid };
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (c)
+		on_slice((struct task_struct *)cur, &n, now, false, c, buf);
+	return 0;
+}
+
 static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
 {
 	/* sched_switch fires in __schedule() before the switch: current is prev */
@@ -907,7 +928,6 @@ static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
 	__u32 zero = 0, buf, *on;
 	struct lh_counters *c = lh_counters(&buf);
 	struct runq_pending *pd;
-	struct next_task n = {};
 	__u64 now;
 
 	if (!c)
@@ -925,12 +945,8 @@ static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
 		*on = ntid;
 	if (ntid)
 		tp_switch_in(pd, cur, ctx, ntid, now, c, buf);
-	if (oncpu_on) {
-		/* the slice starts unfiltered but for -t; on_slice() filters at its end */
-		n.tid = ntid;
-		n.selected = !filter_tid || ntid == filter_tid;
-		on_slice(cur, &n, now, false, c, buf);
-	}
+	if (oncpu_on)
+		tp_slice((__u64)cur, ntid, now);
 }
 
 SEC("tracepoint/sched/sched_switch")

@@ -159,8 +159,12 @@ void lh_load_error(const char *tool, int err, bool verbose)
 		      "may load)";
 		break;
 	case ENOMEM:
-	case E2BIG:
 		why = "out of memory for maps; lower --max-keys or --precision";
+		break;
+	case E2BIG:
+		why = "over a kernel limit: a map value too large, or a program past the "
+		      "verifier's instruction limit; lower --precision, --max-keys or the number "
+		      "of --counters (-v says which)";
 		break;
 	default:
 		why = strerror(-err);

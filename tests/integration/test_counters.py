@@ -114,3 +114,19 @@ def test_counter_options_bad_input():
         rc, out, err = run("runq", "-d", "0.2", *args)
         check(rc == 2 and text in err and len(err.strip().splitlines()) == 1,
               f"{args}: rc {rc}, {err!r}")
+
+
+def test_eight_counters_every_path():
+    """--counters takes at most 8; all 8 load and count on every attach path (with 8
+    inlined into the sched_switch program, tp_btf and tracepoint once went past the
+    verifier's instruction limit)."""
+    eight = "cpu-clock,page-faults,cs,migrations,minor-faults,major-faults,task-clock,alignment-faults"
+    for attach in ("tp_btf", "raw_tp", "tracepoint"):
+        rc, out, err = run("runq", "--per-thread", "--counters", eight, "--attach", attach,
+                           "-d", "0.5", "-f", "json")
+        check(rc == 0, f"{attach}: rc {rc}: {err}")
+        doc = json.loads(out)
+        events = {c["event"] for c in doc["counters"]}
+        check(len(events) == 8, f"{attach}: counters {sorted(events)}")
+        clock = [c for c in doc["counters"] if c["event"] == "cpu-clock" and c["slices"]]
+        check(clock and sum(c["raw"] for c in clock) > 0, f"{attach}: cpu-clock counted nothing")
