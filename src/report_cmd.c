@@ -401,11 +401,33 @@ static int add_doc(struct merge *m, json_object *doc)
 	attach = get(meta, "attach", json_type_object);
 	if (!attach)
 		return bad(m, "meta.attach is not an object");
-	json_object_object_foreach(attach, tp, type) {
-		for (int i = 0; i < m->r.meta.nattach; i++)
-			if (!strcmp(m->attach_tp[i], tp) &&
-			    (!json_object_is_type(type, json_type_string) ||
-			     strcmp(m->attach_type[i], json_object_get_string(type))))
+	{
+		/* a tracepoint attached by some inputs only, or as another type, is "mixed" */
+		bool seen[LH_MAX_ATTACH] = { false };
+		struct lh_meta *mt = &m->r.meta;
+
+		json_object_object_foreach(attach, tp, type) {
+			int i;
+
+			for (i = 0; i < mt->nattach && strcmp(m->attach_tp[i], tp); i++)
+				;
+			if (i == mt->nattach) {
+				if (i == LH_MAX_ATTACH || !tp[0] ||
+				    strlen(tp) >= sizeof(m->attach_tp[0]))
+					continue;
+				snprintf(m->attach_tp[i], sizeof(m->attach_tp[0]), "%s", tp);
+				snprintf(m->attach_type[i], sizeof(m->attach_type[0]), "mixed");
+				mt->attach[i].tracepoint = m->attach_tp[i];
+				mt->attach[i].type = m->attach_type[i];
+				mt->nattach++;
+			} else if (!json_object_is_type(type, json_type_string) ||
+				   strcmp(m->attach_type[i], json_object_get_string(type))) {
+				snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
+			}
+			seen[i] = true;
+		}
+		for (int i = 0; i < mt->nattach; i++)
+			if (!seen[i])
 				snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
 	}
 	if (!get_u64(meta, "ncpus", &ncpus) && ncpus > (uint64_t)m->r.meta.ncpus)

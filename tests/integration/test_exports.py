@@ -292,6 +292,18 @@ def test_report_merges_by_addition():
         check(rc == 0, err)
         rc, out, err = report(paths[0], os.path.join(tmp, "p2.json"))
         check(rc == 1 and "slot scheme differs" in err and len(err.splitlines()) == 1, err)
+        # attach types: a tracepoint some inputs attached, or attached as another type, is
+        # "mixed" (bio on tracepoints adds block_bio_frontmerge, which tp_btf lacks)
+        bios = []
+        for a in ("tp_btf", "tracepoint"):
+            bios.append(os.path.join(tmp, f"bio-{a}.json"))
+            rc, _, err = run("bio", "-f", "json", "-d", "0.2", "--attach", a, "-o", bios[-1])
+            check(rc == 0, err)
+        rc, out, err = report("-f", "json", *bios)
+        check(rc == 0, err)
+        attach = json.loads(out)["meta"]["attach"]
+        check(attach.get("block_bio_frontmerge") == "mixed" and
+              set(attach.values()) == {"mixed"}, f"merged attach {attach}")
 
 
 def test_report_refuses_bad_files():
