@@ -61,24 +61,46 @@ struct merge {
 	json_object *filters_obj;	/* a copy of them, applied at the end */
 };
 
-static int bad(struct merge *m, const char *fmt, ...)
+/* "lathist report: PATH (document N): MSG; FIX" (FIX NULL: MSG says the fix). -EINVAL. */
+static int vsay(struct merge *m, const char *fix, const char *fmt, va_list ap)
 {
 	char msg[512];
-	va_list ap;
 
 	fprintf(stderr, "lathist report: %s", m->path);
 	if (m->line > 1)
 		fprintf(stderr, " (document %d)", m->line);
 	fputs(": ", stderr);
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	/* the message may quote the input: printable ASCII only on the terminal */
 	for (char *c = msg; *c; c++)
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
 			*c = '?';
-	fprintf(stderr, "%s; give a file written by lathist -f json\n", msg);
+	fprintf(stderr, "%s%s%s\n", msg, fix ? "; " : "", fix ? fix : "");
 	return -EINVAL;
+}
+
+/* A document that is not what lathist -f json writes. */
+static int bad(struct merge *m, const char *fmt, ...)
+{
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = vsay(m, "give a file written by lathist -f json", fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* A good document that cannot merge with the first: the message names the fix. */
+static int unmergeable(struct merge *m, const char *fmt, ...)
+{
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = vsay(m, NULL, fmt, ap);
+	va_end(ap);
+	return err;
 }
 
 static json_object *get(json_object *o, const char *k, json_type t)
@@ -369,11 +391,12 @@ static int add_doc(struct merge *m, json_object *doc)
 			return err;
 	}
 	if (get_str(meta, "tool", tool, sizeof(tool)) || strcmp(tool, m->tool))
-		return bad(m, "a %s document cannot merge with %s documents", tool, m->tool);
+		return unmergeable(m, "a %s document cannot merge with %s documents: merge the "
+				   "runs of one tool", tool, m->tool);
 	if (get_u64(hs, "precision", &p) || get_u64(hs, "unit_ns", &unit_ns) ||
 	    get_str(hs, "unit", unit, sizeof(unit)) || p != m->r.meta.scheme.precision ||
 	    unit_ns != m->r.meta.scheme.unit_ns)
-		return bad(m, "slot scheme differs (precision %" PRIu64 ", %s) from the first "
+		return unmergeable(m, "slot scheme differs (precision %" PRIu64 ", %s) from the first "
 			   "document's (precision %u, %s): merge only runs with the same --precision "
 			   "and -u", p, unit, m->r.meta.scheme.precision, m->unit);
 	if (get_u64(meta, "start_realtime_ns", &start))
@@ -384,7 +407,7 @@ static int add_doc(struct merge *m, json_object *doc)
 		char g[16];
 
 		if (get_str(meta, "grouping", g, sizeof(g)) || strcmp(g, m->grouping))
-			return bad(m, "grouping '%s' differs from the first document's '%s': merge "
+			return unmergeable(m, "grouping '%s' differs from the first document's '%s': merge "
 				   "runs with the same --per-* options", g, m->grouping);
 	}
 	{

@@ -304,6 +304,10 @@ def test_report_merges_by_addition():
         attach = json.loads(out)["meta"]["attach"]
         check(attach.get("block_bio_frontmerge") == "mixed" and
               set(attach.values()) == {"mixed"}, f"merged attach {attach}")
+        # good files of two tools: the line names the fix, not "give a file written by ..."
+        rc, out, err = report(paths[0], bios[0])
+        check(rc == 1 and "merge the runs of one tool" in err and "give a file" not in err and
+              len(err.splitlines()) == 1, err)
 
 
 def test_report_refuses_bad_files():
