@@ -137,6 +137,8 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			o->group |= BIO_GROUP_OP;
 			break;
 		case OPT_DISK:
+			if (!strncmp(optarg, "/dev/", 5))	/* the device path names it too */
+				optarg += 5;
 			if (o->disk[0]) {
 				lh_usage_error(TOOL, "--disk given twice; give one disk (or trace "
 					       "all of them with --per-disk)");

@@ -202,6 +202,11 @@ static void test_bio_options(void **state)
 		assert_int_equal(o.dev, dev);
 		bio_dev_name(dev, name, sizeof(name));
 		assert_string_equal(name, disk);
+		/* its /dev path names the same disk */
+		snprintf(name, sizeof(name), "/dev/%s", disk);
+		assert_int_equal(BPARSE(&o, "--disk", name), 0);
+		assert_int_equal(o.dev, dev);
+		assert_string_equal(o.disk, disk);
 	}
 	bio_dev_name((4095U << 20) | 7, name, sizeof(name));
 	assert_string_equal(name, "4095:7");
