@@ -40,8 +40,9 @@ const char lh_common_help[] =
 	"      --events FILE      write the records to FILE as JSON lines (- = stdout, with\n"
 	"                         -o FILE); else text lines, on stdout with a text report\n"
 	"                         there, on stderr otherwise\n"
-	"      --series FILE      with -i: also append every interval to FILE as a JSON\n"
-	"                         line (for lathist report, --heatmap)\n"
+	"      --series FILE      with -i: also write every interval to FILE as a JSON\n"
+	"                         line (created or truncated at the start; for lathist\n"
+	"                         report, --heatmap)\n"
 	"      --anonymize        pids, tids and task names as stable salted hashes\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
 	"  -h, --help             this help\n";

@@ -63,7 +63,8 @@ static const char runq_help[] =
 	"                         page-faults, ..., rNNNN (at most 8)\n"
 	"      --counters-optional  go on without counters this machine cannot count\n"
 	"Maps:\n"
-	"      --max-tasks N      raw_tp only: entries of the pid-keyed start map (32768)\n"
+	"      --max-tasks N      raw_tp and tracepoint: entries of the pid-keyed start map\n"
+	"                         (32768)\n"
 	"Common options:\n";
 
 static int parse_cpus(struct runq_opts *o, const char *arg)
