@@ -134,6 +134,24 @@ def traced(workload, *lathist_args, pid_filter=True, verb="runq"):
     return rows, json.loads(out)
 
 
+def traced_side_by_side(workload, tools, pid_filter=True, verb="runq"):
+    """One lathist per entry of tools ({name: [args]}, each with -p workload pid unless
+    pid_filter is False), all attached before the workload starts, stopped after its end;
+    returns (workload rows, {name: JSON document})."""
+    pid = workload.start()
+    pre = ["-p", str(pid)] if pid_filter else []
+    running = {name: Lathist(verb, "-f", "json", *pre, *args).start()
+               for name, args in tools.items()}
+    workload.go()
+    rows = workload.wait()
+    docs = {}
+    for name, tool in running.items():
+        rc, out, err = tool.stop()
+        check(rc == 0, f"{name}: lathist exited {rc}: {err}")
+        docs[name] = json.loads(out)
+    return rows, docs
+
+
 def per_task(doc, field="tid"):
     """{(id, start_ns): {"count", "sum_ns", "max_ns", "kinds": {name: hist}, "comm"}}"""
     tasks = {}

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from lh import (LATHIST, Lathist, TracepointCounter, Workload, by_id, check, per_task, run,
-                traced)
+                traced, traced_side_by_side)
 
 ATTACH = ("tp_btf", "raw_tp", "tracepoint")
 CPU = 1 if os.cpu_count() > 1 else 0
@@ -495,17 +495,9 @@ def test_attach_paths_agree():
     """tp_btf, raw_tp and tracepoint traced at once over one workload: per thread, each
     path's wait count matches schedstat's pcount (LossBudget) and the paths' counts and
     wait sums agree with each other."""
-    work = Workload("mix", CPU, 2, 1, 1500)
-    pid = work.start()
-    tools = {a: Lathist("runq", "-f", "json", "--per-thread", "-p", str(pid), "--attach", a).start()
-             for a in ATTACH}
-    work.go()
-    rows = work.wait()
-    docs = {}
-    for a, tool in tools.items():
-        rc, out, err = tool.stop()
-        check(rc == 0, f"{a}: rc {rc}: {err}")
-        docs[a] = json.loads(out)
+    rows, docs = traced_side_by_side(Workload("mix", CPU, 2, 1, 1500),
+                                     {a: ["--per-thread", "--attach", a] for a in ATTACH})
+    for a in ATTACH:
         check(docs[a]["meta"]["attach"]["sched_switch"] == a, f"{a}: meta {docs[a]['meta']['attach']}")
     tasks = {a: by_id(per_task(d)) for a, d in docs.items()}
     for r in rows:
@@ -588,17 +580,9 @@ def test_tracepoint_total_counts_at_switch_in():
     least the workload threads' schedstat pcount (fewer only by reported losses), and the
     tracepoint path reports no more losses than tp_btf (+3). (Their totals are not compared:
     they attach a moment apart, and under other load the two windows see different tasks.)"""
-    work = Workload("mix", CPU, 2, 1, 800)
-    work.start()
-    tools = {a: Lathist("runq", "-f", "json", "--per-cpu", "--attach", a).start()
-             for a in ("tp_btf", "tracepoint")}
-    work.go()
-    rows = work.wait()
-    docs = {}
-    for a, t in tools.items():
-        rc, out, err = t.stop()
-        check(rc == 0, f"{a}: {err}")
-        docs[a] = json.loads(out)
+    rows, docs = traced_side_by_side(Workload("mix", CPU, 2, 1, 800),
+                                     {a: ["--per-cpu", "--attach", a] for a in ("tp_btf", "tracepoint")},
+                                     pid_filter=False)
     want = sum(r["pcount"] for r in rows)
     for a, d in docs.items():
         on_cpu = sum(h["count"] for h in d["histograms"] if h["key"]["cpu"] == CPU)
