@@ -138,11 +138,13 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 	err = bpf_map_update_elem(&bio_requests, &key, &init, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		/* the struct was freed and reused: never issued means merged away
-		 * (kernels without block_rq_merge), issued means a missed completion */
+		 * (kernels without block_rq_merge), issued means its completion came
+		 * with no event (seen here: in interrupts while a thread of PID 1
+		 * ran, which this VM kind does not trace) */
 		r = bpf_map_lookup_elem(&bio_requests, &key);
 		if (!r)
 			return -1;
-		c->v[r->issued_ns ? LH_LOSS_OVERWRITTEN : LH_EV_BIO_MERGED]++;
+		c->v[r->issued_ns ? LH_LOSS_MISSED_COMPLETION : LH_EV_BIO_MERGED]++;
 		*r = init;
 		if (out)
 			*out = r;

@@ -4,13 +4,18 @@
  * sched_wakeup_new -> switch-in) and preemption wait (switched out while
  * runnable -> switch-in), aggregated in per-CPU histograms.
  *
- * Two variants of the same logic: tp_btf programs keep the pairing state in
- * task local storage (no PID-keyed table, freed with the task); raw_tp
- * programs, for kernels without tp_btf or task storage, keep it in a hash
- * keyed by pid whose entries carry the task's start time so PID reuse is
- * detected and counted. Classic tracepoints (tracefs; for kernels where
- * neither loads) see pids, not task pointers: see the "tracepoint" section.
- * The loader loads one variant.
+ * One state machine, three attach adapters: tp_btf programs keep the pairing
+ * state in task local storage (no PID-keyed table, freed with the task);
+ * raw_tp programs, for kernels without tp_btf or task storage, keep it in a
+ * hash keyed by pid whose entries carry the task's start time so PID reuse is
+ * detected and counted; classic tracepoints (tracefs) use the raw_tp state and
+ * find the tasks through the current task and its runqueue (see the
+ * "tracepoint" section). The loader loads one variant.
+ *
+ * Kernel gaps are detected, not inferred: every switch checks that its prev is
+ * the CPU's last next and that rq->nr_switches moved by one (missed_switch),
+ * and every pairing checks the task's switch count (struct runq_start), so no
+ * wait is paired across a switch no event showed.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,7 +41,7 @@ const volatile bool switch_has_prev_state = true;
 const volatile bool oncpu_on;
 const volatile __u32 pmu_n;		/* counters, 0..LH_MAX_PMU */
 const volatile __u32 pmu_ncpus;		/* runq_pmu_events index = counter * pmu_ncpus + cpu */
-/* Classic tracepoint variant: a task's filters are known only while it runs. */
+/* Classic tracepoint variant: wakeups carry a pid, not the task. */
 const volatile bool tp_classic;
 
 /* total and per-CPU: index = (kind - 1) + RUNQ_NR_HISTS * buf */
@@ -79,13 +84,13 @@ struct {
 	__type(value, __u32);
 } runq_pmu_events SEC(".maps");
 
-/* The slice running on each CPU now. */
+/* What each CPU switched to last, and its slice. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct runq_slice);
-} runq_slice SEC(".maps");
+	__type(value, struct runq_cpu);
+} runq_cpu SEC(".maps");
 
 /* Counter sums, total and per CPU: index = buf. */
 struct {
@@ -104,6 +109,20 @@ struct {
 	__type(value, struct lh_pmu_val);
 } runq_pmu_keyed SEC(".maps");
 
+/* The pid each CPU runs, from its last sched_switch (tracepoint path only: a
+ * wakeup of the task its CPU runs starts no wait); entries = possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} runq_cpu_tid SEC(".maps");
+
+enum { SEL_UNKNOWN, SEL_YES, SEL_NO };
+
+/* Filters that need the task itself (its process or cgroup), not just its pid. */
+#define TASK_FILTERS (filter_tgid || filter_cgroup_id)
+
 /* Is t running on a CPU right now? (task_struct::on_cpu exists with CONFIG_SMP) */
 static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 {
@@ -112,10 +131,31 @@ static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 	return TREAD(btf, t, on_cpu);
 }
 
-/* Switches of t so far: __schedule() counts one before tracing sched_switch. */
+/* Switches of t so far (nvcsw + nivcsw): __schedule() counts one before tracing
+ * sched_switch, so at a switch-out it includes that one. */
 static __always_inline __u64 switch_count(struct task_struct *t, bool btf)
 {
 	return TREAD(btf, t, nvcsw) + TREAD(btf, t, nivcsw);
+}
+
+/* Was t born after tracing began (then every switch of it came while tracing)? */
+static __always_inline bool born_in_trace(struct task_struct *t, bool btf)
+{
+	return TREAD(btf, t, start_time) > lh_start_ns;
+}
+
+/*
+ * This CPU's runqueue, reached from the task leaving the CPU: its
+ * sched_entity's cfs_rq (set for every task, whatever its class, with
+ * CONFIG_FAIR_GROUP_SCHED), whose rq is the CPU's. NULL without that option.
+ */
+static __always_inline struct rq *cpu_rq_of(struct task_struct *prev, bool btf)
+{
+	if (!bpf_core_field_exists(prev->se.cfs_rq))
+		return NULL;
+	if (btf)
+		return prev->se.cfs_rq->rq;
+	return BPF_CORE_READ(prev, se.cfs_rq, rq);
 }
 
 static __always_inline bool task_selected(struct task_struct *t, __u32 tid, __u32 tgid)
@@ -138,16 +178,27 @@ static __always_inline bool cpu_selected(__u32 cpu)
 	return (cpu_mask[cpu / 64] >> (cpu % 64)) & 1;
 }
 
+/* The pid-keyed entry of tid, created when create is set (NULL when full: counted). */
+static __always_inline struct runq_start *pid_start(__u32 tid, bool create, struct lh_counters *c)
+{
+	struct runq_start *s = bpf_map_lookup_elem(&runq_pid_start, &tid), init = {};
+
+	if (s || !create)
+		return s;
+	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG);
+}
+
 /*
  * The task's pairing state; created when create is set. NULL when there is
- * none (not created: the task has not been seen since tracing began) or it
- * could not be created (counted).
+ * none or it could not be created (counted). A pid entry left by an earlier
+ * task with the same pid (its exit was missed) is emptied and counted; a
+ * tracepoint wakeup makes entries whose task is not known yet (birth 0).
  */
 static __always_inline struct runq_start *start_get(struct task_struct *t, __u32 tid,
 						    bool btf, bool create,
 						    struct lh_counters *c)
 {
-	struct runq_start *s, init = {};
+	struct runq_start *s;
 	__u64 birth;
 
 	if (btf) {
@@ -158,20 +209,63 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 		return s;
 	}
 	birth = BPF_CORE_READ(t, start_time);
-	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
-	if (s && s->birth_ns != birth) {
-		/* an earlier task with this pid left a record (its exit was
-		 * missed): never pair across tasks */
+	s = pid_start(tid, create, c);
+	if (!s)
+		return NULL;
+	if (s->birth_ns && s->birth_ns != birth) {
+		/* never pair across tasks */
 		if (s->ts)
 			c->v[LH_LOSS_STALE]++;
-		s->ts = 0;
-		s->kind = RUNQ_NONE;
-		s->birth_ns = birth;
+		__builtin_memset(s, 0, sizeof(*s));
 	}
-	if (s || !create)
-		return s;
-	init.birth_ns = birth;
-	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG);
+	s->birth_ns = birth;
+	return s;
+}
+
+/*
+ * Account t's switch-ins up to n (how many it has had so far): those after
+ * s->acc were shown by no event. Those that ended a start dropped since
+ * (s->dropped) are counted where it was dropped (missed_switch_in), the
+ * others here (missed_wait). The first time, only a task born while tracing is
+ * known to have had no switch-in before; for another one, base is how many of
+ * its n switch-ins came before tracing or are counted already.
+ */
+static __always_inline void account(struct runq_start *s, struct task_struct *t, __u64 n,
+				    __u64 base, bool btf, struct lh_counters *c)
+{
+	__u64 unseen = 0;
+
+	if (!(s->flags & RUNQ_ACC_OK)) {
+		s->flags |= RUNQ_ACC_OK;
+		s->acc = born_in_trace(t, btf) ? 0 : base;
+	}
+	if (n > s->acc)
+		unseen = n - s->acc;
+	unseen = unseen > s->dropped ? unseen - s->dropped : 0;
+	c->v[LH_LOSS_MISSED_WAIT] += unseen;
+	s->acc = n;
+	s->dropped = 0;
+}
+
+/* Drop s's start: the task was switched in since, with no event. */
+static __always_inline void start_drop(struct runq_start *s, struct lh_counters *c)
+{
+	c->v[LH_LOSS_MISSED_SWITCH_IN]++;
+	s->dropped++;
+	s->ts = 0;
+}
+
+/* Record a start of kind at now: the task's switch count then is nsw
+ * (flags: RUNQ_NSW_OK when known, RUNQ_NSW_DEP when kept from a switch-out). */
+static __always_inline void start_set(struct runq_start *s, __u32 kind, __u64 now, __u64 nsw,
+				      unsigned int flags, struct lh_counters *c)
+{
+	s->ts = now;
+	s->kind = kind;
+	s->cpu = bpf_get_smp_processor_id();
+	s->nsw = nsw;
+	s->flags = (s->flags & ~(RUNQ_NSW_OK | RUNQ_NSW_DEP)) | flags;
+	c->v[kind == RUNQ_WAKEUP ? LH_EV_STARTS_WAKEUP : LH_EV_STARTS_PREEMPT]++;
 }
 
 static __always_inline int on_wakeup(struct task_struct *p, bool btf)
@@ -179,6 +273,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	struct runq_start *s;
 	__u32 tid, tgid, buf;
 	struct lh_counters *c = lh_counters(&buf);
+	__u64 n;
 
 	if (!c)
 		return 0;
@@ -199,19 +294,22 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	s = start_get(p, tid, btf, true, c);
 	if (!s)
 		return 0;
+	n = switch_count(p, btf);
 	if (s->ts) {
-		/* still queued since its preemption (it has not been switched since):
-		 * that wait goes on. Otherwise its switch-in was missed: drop the start */
-		if (s->kind == RUNQ_PREEMPT && s->nsw == switch_count(p, btf)) {
+		/* preempted and still queued (not switched since): that wait goes on */
+		if (s->kind == RUNQ_PREEMPT && s->nsw == n) {
 			c->v[LH_EV_WAKEUP_QUEUED]++;
 			return 0;
 		}
-		c->v[LH_LOSS_OVERWRITTEN]++;
+		/* the task ran since the start: its switch-in was not seen; else a
+		 * second start of one wait */
+		if (s->nsw != n)
+			start_drop(s, c);
+		else
+			c->v[LH_LOSS_OVERWRITTEN]++;
 	}
-	s->ts = bpf_ktime_get_ns();
-	s->kind = RUNQ_WAKEUP;
-	s->cpu = bpf_get_smp_processor_id();
-	c->v[LH_EV_STARTS_WAKEUP]++;
+	account(s, p, n, n, btf, c);
+	start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), n, RUNQ_NSW_OK, c);
 	return 0;
 }
 
@@ -270,45 +368,85 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
 	return true;
 }
 
-/* prev leaves the CPU: a runnable prev starts a preemption wait. */
-static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev,
-					   unsigned int prev_state, bool btf,
+/*
+ * Count what the kernel switched on this CPU without an event since its last
+ * sched_switch event (missed_switch): rq->nr_switches moved by more than one,
+ * or this prev is not that event's next. Returns true when nothing was missed.
+ */
+static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, __u32 ptid,
+					   __u32 ntid, bool btf, struct lh_counters *c)
+{
+	__u64 nr = rq ? TREAD(btf, rq, nr_switches) : 0, missed = 0;
+	bool known = pc->known;
+
+	c->v[LH_EV_SWITCHES]++;
+	if (known && nr && pc->nr_switches && nr > pc->nr_switches)
+		missed = nr - pc->nr_switches - 1;
+	if (known && !missed && ptid != pc->tid)
+		missed = 1;
+	c->v[LH_GAP_MISSED_SWITCH] += missed;
+	pc->nr_switches = nr;
+	pc->tid = ntid;
+	pc->known = 1;
+	return !missed;
+}
+
+/*
+ * prev (pid ptid) leaves the CPU. A runnable prev starts a preemption wait; a
+ * prev whose switch-in no event showed (cont false) has its switch-ins
+ * accounted now; the tracepoint path keeps every task's switch count here, for
+ * its wakeups. Returns the time read, or 0.
+ */
+static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev, __u32 ptid,
+					   unsigned int prev_state, bool cont, bool btf,
 					   struct lh_counters *c)
 {
 	struct runq_start *s;
-	__u32 tid, tgid;
-	bool runnable;
-	__u64 now = 0;
+	bool runnable, dead;
+	__u64 now, n;
+	__u32 tgid;
 
-	tid = TREAD(btf, prev, pid);
-	if (!tid)		/* the idle task is never paired */
+	if (!ptid)		/* the idle task is never paired */
 		return 0;
-	if (!switch_has_prev_state)
+	if (!switch_has_prev_state && !tp_classic)
 		prev_state = task_state(prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
-	if (!runnable) {	/* going to sleep: its wakeup starts the next wait */
-		/* its last switch: a preemption after sched_process_exit made a
-		 * pid entry again (task storage goes with the task) */
-		if (!btf && (prev_state & TASK_DEAD))
-			bpf_map_delete_elem(&runq_pid_start, &tid);
+	/* its last switch (sched_process_exit accounted it): a preemption after
+	 * that made a pid entry again (task storage goes with the task) */
+	dead = !btf && !runnable && (prev_state & TASK_DEAD);
+	if (dead) {
+		bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return 0;
 	}
+	if (!runnable && cont && !tp_classic)	/* going to sleep: its wakeup starts the next wait */
+		return 0;
 	tgid = TREAD(btf, prev, tgid);
-	if (!task_selected(prev, tid, tgid)) {
-		c->v[LH_EV_FILTERED]++;
+	if (!task_selected(prev, ptid, tgid)) {
+		if (tp_classic && TASK_FILTERS) {	/* its wakeups are filtered by pid */
+			s = pid_start(ptid, false, c);
+			if (s)
+				s->sel = SEL_NO;
+		}
+		if (runnable)
+			c->v[LH_EV_FILTERED]++;
 		return 0;
 	}
-	s = start_get(prev, tid, btf, true, c);
+	s = start_get(prev, ptid, btf, true, c);
 	if (!s)
 		return 0;
-	if (s->ts)		/* a start of a task on the CPU: its switch-in was missed */
-		c->v[LH_LOSS_OVERWRITTEN]++;
+	n = switch_count(prev, btf);
+	/* it ran: a start it still has lost its switch-in */
+	if (s->ts)
+		start_drop(s, c);
+	/* this slice's switch-in (its n-th) was not seen when cont is false */
+	account(s, prev, n, cont || !n ? n : n - 1, btf, c);
+	s->dep = n;
+	s->flags |= RUNQ_DEP_OK;
+	s->sel = SEL_YES;
+	if (!runnable)
+		return 0;
 	now = bpf_ktime_get_ns();
-	s->ts = now;
-	s->kind = RUNQ_PREEMPT;
-	s->cpu = bpf_get_smp_processor_id();
-	s->nsw = switch_count(prev, btf);
-	c->v[LH_EV_STARTS_PREEMPT]++;
+	start_set(s, RUNQ_PREEMPT, now, n, RUNQ_NSW_OK, c);
 	return now;
 }
 
@@ -338,7 +476,7 @@ static __always_inline struct runq_record *record_begin(__u32 tid, __u32 tgid, _
 	return r;
 }
 
-/* The record of next's wait, read at its switch-in (tp_btf, raw_tp). */
+/* The record of next's wait, read at its switch-in. */
 static __always_inline void record_wait(struct task_struct *prev, struct task_struct *next,
 					__u32 tid, __u32 tgid, __u32 kind, __u32 start_cpu,
 					__u64 now, __u64 delta, bool btf, struct lh_counters *c)
@@ -360,48 +498,113 @@ struct next_task {
 	bool selected;		/* passes -p, -t, --cgroup */
 };
 
+/*
+ * Did next's wait begin before tracing? Its sched_info.last_queued is when it
+ * was queued (rq clock, CONFIG_SCHED_INFO; reset by a migration, so a wait can
+ * look younger, never older): its age is the runqueue clock now minus that.
+ * Without those fields, only a task born before tracing may have waited since.
+ */
+static __always_inline bool waited_since_before(struct task_struct *next, struct rq *rq,
+						__u64 now, bool btf)
+{
+	__u64 queued, clock;
+
+	if (rq && bpf_core_field_exists(next->sched_info.last_queued)) {
+		queued = TREAD(btf, next, sched_info.last_queued);
+		clock = TREAD(btf, rq, clock);
+		if (queued && clock >= queued)
+			return clock - queued > now - lh_start_ns;
+	}
+	return !born_in_trace(next, btf);
+}
+
+/*
+ * Was next last switched in before tracing began (sched_info.last_arrival, rq
+ * clock, CONFIG_SCHED_INFO)? Then no switch-in of it came while tracing,
+ * before this one. False when that cannot be read.
+ */
+static __always_inline bool ran_before_trace(struct task_struct *next, struct rq *rq,
+					     __u64 now, bool btf)
+{
+	__u64 arrival, clock;
+
+	if (!rq || !bpf_core_field_exists(next->sched_info.last_arrival))
+		return false;
+	arrival = TREAD(btf, next, sched_info.last_arrival);
+	clock = TREAD(btf, rq, clock);
+	return arrival && clock >= arrival && clock - arrival > now - lh_start_ns;
+}
+
 /* next gets the CPU: the end of its wait. */
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
-					 const struct next_task *n, __u64 now, bool btf,
-					 struct lh_counters *c, __u32 buf)
+					 const struct next_task *n, struct rq *rq, __u64 now,
+					 bool btf, struct lh_counters *c, __u32 buf)
 {
+	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu, flags;
 	struct runq_start *s;
-	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu;
-	__u64 ts, delta;
+	bool moved, first;
+	__u64 ts, delta, nsw;
 
 	if (!tid)
 		return;
 	if (!n->selected) {
+		if (tp_classic) {	/* a start its pid-only wakeup made */
+			s = pid_start(tid, false, c);
+			if (s) {
+				s->ts = 0;
+				s->sel = SEL_NO;
+			}
+		}
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
-	s = start_get(next, tid, btf, false, c);
-	if (!cpu_selected(bpf_get_smp_processor_id())) {
-		if (s)
-			s->ts = 0;
-		c->v[LH_EV_FILTERED]++;
-		return;
-	}
-	c->v[LH_EV_ENDS]++;
-	if (!s) {
-		/* never seen since tracing began: waiting since before, unless the task
-		 * is younger than the trace (then its wakeup_new was missed) */
-		if (TREAD(btf, next, start_time) > lh_start_ns)
-			c->v[LH_LOSS_UNPAIRED]++;
-		else
-			c->v[LH_EV_BEFORE_TRACE]++;
+	s = start_get(next, tid, btf, true, c);
+	nsw = switch_count(next, btf);		/* its switch-ins before this one */
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (!s) {		/* no state, failure counted */
+		c->v[LH_EV_ENDS]++;
+		c->v[LH_LOSS_UNPAIRED]++;
 		return;
 	}
 	ts = s->ts;
 	kind = s->kind;
 	start_cpu = s->cpu;
+	flags = s->flags;
+	/* nothing of it seen since tracing began (a tracepoint wakeup makes a
+	 * start before the task's state is known: that start decides) */
+	first = !ts && !(flags & RUNQ_ACC_OK);
+	/* a start pairs only with the task's next switch-in: the count moved, so
+	 * it was switched in since (a count kept from its last switch-out seen
+	 * cannot tell that from a switch-out not seen before the wakeup) */
+	moved = ts && (flags & RUNQ_NSW_OK) && s->nsw != nsw;
+	if (moved && !(flags & RUNQ_NSW_DEP))
+		start_drop(s, c);
 	s->ts = 0;
-	if (!ts || (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
+	account(s, next, nsw, nsw, btf, c);
+	s->acc = nsw + 1;
+	if (!cpu_selected(bpf_get_smp_processor_id())) {
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	c->v[LH_EV_ENDS]++;
+	if (first) {
+		c->v[waited_since_before(next, rq, now, btf) ? LH_EV_BEFORE_TRACE :
+							      LH_LOSS_UNPAIRED]++;
+		return;
+	}
+	if (!ts || (moved && !(flags & RUNQ_NSW_DEP)) ||
+	    (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
 		c->v[LH_LOSS_UNPAIRED]++;
 		return;
 	}
-	if (!now)
-		now = bpf_ktime_get_ns();
+	if (moved || (!(flags & RUNQ_NSW_OK) && !ran_before_trace(next, rq, now, btf))) {
+		/* tracepoint: woken with its switch count unknown (or kept from a
+		 * switch-out seen before one that was not), and nothing shows that
+		 * it was not switched since the wakeup */
+		c->v[LH_LOSS_UNCHECKED]++;
+		return;
+	}
 	if (!lh_delta(c, ts, now, &delta))
 		return;
 	/* paired means in a histogram: a full map counts as hist_map_full instead */
@@ -439,35 +642,28 @@ static __always_inline void count_pmu_err(struct lh_counters *c, long err)
 
 /*
  * On-CPU slices: the slice that ends on this CPU belongs to prev, the one that
- * begins to next. Its time goes to the oncpu histogram and, with --counters,
- * each counter's delta over it (bpf_perf_event_read_value: counter,
- * time_enabled, time_running) to prev's key. Counters are read once per switch:
- * the end of one slice is the start of the next.
+ * begins to next. It ends only where this CPU's switches were all seen (cont):
+ * else it ran across a switch no event showed and is dropped. Its time goes to
+ * the oncpu histogram and, with --counters, each counter's delta over it
+ * (bpf_perf_event_read_value: counter, time_enabled, time_running) to prev's
+ * key. Counters are read once per switch: the end of one slice is the start of
+ * the next.
  */
 static __always_inline void on_slice(struct task_struct *prev, const struct next_task *n,
-				     __u64 now, bool btf,
+				     struct runq_slice *sl, bool cont, __u64 now, bool btf,
 				     struct lh_counters *c, __u32 buf)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), ptid, ntid = n->tid, tgid, bad = 0;
+	__u32 cpu = bpf_get_smp_processor_id(), ptid, ntid = n->tid, tgid, bad = 0;
 	struct bpf_perf_event_value cur[LH_MAX_PMU];
 	struct lh_pmu_val *pv = NULL;
-	struct runq_slice *sl;
 	bool end, start;
 	__u64 delta = 0;
 	int i;
 
-	sl = bpf_map_lookup_elem(&runq_slice, &zero);
-	if (!sl)
-		return;
-	ptid = TREAD(btf, prev, pid);
 	/* a slice is recorded only for a selected task on a selected CPU */
-	end = sl->tid && ptid == sl->tid;
+	end = sl->tid && cont;
 	if (sl->tid && !end)
-		c->v[LH_LOSS_SLICE_UNPAIRED]++;	/* a switch on this CPU was missed */
-	/* tracepoint: the slice began unfiltered (only a pid was known); prev is
-	 * current now, so its filters decide */
-	if (end && tp_classic && !task_selected(prev, ptid, TREAD(btf, prev, tgid)))
-		end = false;
+		c->v[LH_LOSS_SLICE_UNPAIRED]++;
 	start = ntid && n->selected && cpu_selected(cpu);
 	if (!end && !start) {
 		sl->tid = 0;
@@ -487,6 +683,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 		}
 	}
 	if (end && lh_delta(c, sl->ts, now, &delta)) {
+		ptid = TREAD(btf, prev, pid);
 		tgid = TREAD(btf, prev, tgid);
 		/* counters cover exactly the slices in the oncpu histogram */
 		if (hist_record(prev, ptid, tgid, RUNQ_ONCPU, delta, btf, c, buf)) {
@@ -503,7 +700,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 		pv->slices++;
 		pv->oncpu_ns += delta;
 		#pragma unroll
-	for (i = 0; i < LH_MAX_PMU; i++) {
+		for (i = 0; i < LH_MAX_PMU; i++) {
 			__u64 en, run;
 
 			if (i >= pmu_n)
@@ -540,28 +737,42 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 	}
 }
 
+/*
+ * One sched_switch, from any attach type: prev leaves this CPU, next gets it
+ * (prev_state as the tracepoint's argument, or 0/TASK_DEAD from the
+ * tracepoint path's record).
+ */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state,
 				     bool btf)
 {
-	__u32 buf;
+	__u32 buf, zero = 0, ptid;
 	struct lh_counters *c = lh_counters(&buf);
 	struct next_task n = {};
+	struct runq_cpu *pc;
+	struct rq *rq;
+	bool cont;
 	__u64 now;
 
 	if (!c)
 		return 0;
-	now = on_switch_out(preempt, prev, prev_state, btf, c);
+	pc = bpf_map_lookup_elem(&runq_cpu, &zero);
+	if (!pc)
+		return 0;
+	rq = cpu_rq_of(prev, btf);
+	ptid = TREAD(btf, prev, pid);
+	n.tid = TREAD(btf, next, pid);
+	cont = cpu_continuity(pc, rq, ptid, n.tid, btf, c);
+	now = on_switch_out(preempt, prev, ptid, prev_state, cont, btf, c);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
-	n.tid = TREAD(btf, next, pid);
 	if (n.tid) {
 		n.tgid = TREAD(btf, next, tgid);
 		n.selected = task_selected(next, n.tid, n.tgid);
 	}
-	on_switch_in(prev, next, &n, now, btf, c, buf);
+	on_switch_in(prev, next, &n, rq, now, btf, c, buf);
 	if (oncpu_on)	/* on_slice needs now: set above */
-		on_slice(prev, &n, now, btf, c, buf);
+		on_slice(prev, &n, &pc->slice, cont, now, btf, c, buf);
 	return 0;
 }
 
@@ -609,22 +820,29 @@ int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
 
 /*
  * A task exits while running, so a start still recorded means its switch-in
- * was never seen (missed events): count it. raw_tp also frees the pid entry
- * (task storage frees itself with the task).
+ * was never seen: count it, and account its switch-ins (this run is one). A
+ * pid entry stays until the task's last switch (prev_state TASK_DEAD), as
+ * it may be preempted once more; if that switch is missed, the next task with
+ * the pid finds its birth time different (start_get). Task storage frees
+ * itself with the task.
  */
 static __always_inline int on_exit(struct task_struct *p, bool btf)
 {
 	__u32 tid = TREAD(btf, p, pid), buf;
 	struct lh_counters *c = lh_counters(&buf);
 	struct runq_start *s;
+	__u64 n;
 
-	if (c && tid) {
+	/* a tracepoint wakeup makes entries for tasks of any process */
+	if (c && tid && task_selected(p, tid, TREAD(btf, p, tgid))) {
 		s = start_get(p, tid, btf, false, c);
-		if (s && s->ts)
-			c->v[LH_LOSS_OVERWRITTEN]++;
+		if (s) {
+			n = switch_count(p, btf) + 1;
+			if (s->ts)
+				start_drop(s, c);
+			account(s, p, n, n, btf, c);
+		}
 	}
-	if (!btf)
-		bpf_map_delete_elem(&runq_pid_start, &tid);
 	return 0;
 }
 
@@ -643,78 +861,34 @@ int BPF_PROG(runq_exit_raw, struct task_struct *p)
 /*
  * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
  *
- * Their records carry pids and comms, not task pointers, so:
- * - starts live in runq_pid_start keyed by pid and are deleted at
- *   sched_process_exit, which the exiting task runs before its pid can be
- *   freed: an entry never outlives its task unless that event is missed (then
- *   the next task with the pid replaces it: overwritten_start);
- * - a wait is paired at its switch-in. When nothing but the pid is needed
- *   (total or per-CPU histograms, no -p/--cgroup, no records) it is counted
- *   there. Otherwise it is counted when the same task next leaves this CPU:
- *   then it is current (bpf_get_current_task), so its tgid, start time, cgroup
- *   and comm are read from the task itself for the filters, the keys and the
- *   record. Counts then lag by one slice; waits whose slice has not ended when
- *   tracing stops are not counted (at most one per CPU). Whether a pid passes
- *   -p/--cgroup is remembered from its last switch-out (runq_start.sel), for
- *   its wakeups and for a slice whose end the kernel did not report;
- * - a wakeup of the task its CPU is running (runq_cpu_tid) starts no wait.
+ * Their records carry pids and comms, not task pointers. The switch and the
+ * exit run in the task leaving (current), and __schedule() sets rq->curr to
+ * next before it traces sched_switch, so both tasks are reached and the
+ * raw_tp state machine runs as it is. A wakeup's record names the woken task
+ * by pid only, so it starts a wait keyed by that pid and:
+ * - its switch count is the one kept at the task's last switch-out seen;
+ *   until one is seen, the wait pairs only if the task's last switch-in came
+ *   before tracing (sched_info.last_arrival), else it is unchecked_start;
+ * - -p and --cgroup use what the task's last switch showed (runq_start.sel);
+ * - a wakeup of the task its CPU runs (runq_cpu_tid) starts no wait.
+ * A pid entry is deleted at its task's last switch (see on_exit()).
  */
-
-/* The pid each CPU runs, from the last sched_switch there; entries = possible CPUs. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} runq_cpu_tid SEC(".maps");
-
-enum { PEND_WAIT = 1, PEND_NO_ENTRY, PEND_NO_START };
-enum { SEL_UNKNOWN, SEL_YES, SEL_NO };
-
-/* Filters that need the task itself (its process or cgroup), not just its pid. */
-#define TP_TASK_FILTERS (filter_tgid || filter_cgroup_id)
-/* Is a wait counted at the task's next switch-out (see above)? */
-#define TP_DEFER (TP_TASK_FILTERS || group == RUNQ_GROUP_PROCESS || \
-		  group == RUNQ_GROUP_THREAD || slower_than_ns != ~0ULL)
-
-/* A wait ended by a switch-in on this CPU, counted at that task's switch-out. */
-struct runq_pending {
-	__u64 start_ns, end_ns;
-	__u32 tid;			/* 0: nothing pending */
-	__u32 state;			/* PEND_* */
-	__u32 kind, start_cpu, prev_tid, sel;	/* sel: the pid's SEL_* when switched in */
-	char prev_comm[16];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct runq_pending);
-} runq_pending SEC(".maps");
 
 /*
  * sched_switch's prev_state field is __trace_sched_switch_state(): 0 for
  * TASK_RUNNING, TASK_REPORT_MAX (0x100 since 4.14) for a preemption, else one
  * bit of TASK_REPORT (0x7f) or TASK_REPORT_IDLE (0x80): runnable when the bits
  * below 0x100 are clear (the tracepoint's own print format tests the same mask).
+ * EXIT_DEAD and EXIT_ZOMBIE are 0x10 and 0x20: the task's last switch.
  */
-static __always_inline bool tp_runnable(long prev_state)
+static __always_inline unsigned int tp_prev_state(long prev_state)
 {
-	return !(prev_state & 0xff);
+	if (!(prev_state & 0xff))
+		return TASK_RUNNING;
+	return prev_state & 0x30 ? TASK_DEAD : 1;
 }
 
-/* The start entry of pid tid, created when create is set; NULL (counted) when full. */
-static __always_inline struct runq_start *tp_start(__u32 tid, bool create, struct lh_counters *c)
-{
-	struct runq_start *s = bpf_map_lookup_elem(&runq_pid_start, &tid), init = {};
-
-	if (s || !create)
-		return s;
-	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG);
-}
-
-static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
+static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu, bool new_task)
 {
 	struct runq_start *s;
 	__u32 *on, buf;
@@ -722,7 +896,7 @@ static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
 
 	if (!c || !tid)
 		return;
-	if (filter_tid && tid != filter_tid) {	/* -p and --cgroup wait for the task to run */
+	if (filter_tid && tid != filter_tid) {	/* -p and --cgroup: see runq_start.sel */
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
@@ -731,7 +905,7 @@ static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
 		c->v[LH_EV_WAKEUP_RUNNING]++;
 		return;
 	}
-	s = tp_start(tid, true, c);
+	s = pid_start(tid, true, c);
 	if (!s)
 		return;
 	if (s->sel == SEL_NO) {		/* outside -p/--cgroup when it last ran */
@@ -739,220 +913,64 @@ static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu)
 		return;
 	}
 	if (s->ts) {
-		if (s->kind == RUNQ_PREEMPT) {	/* preempted and still queued: that wait goes on */
+		/* preempted and still queued: that wait goes on (its switch-in checks
+		 * the switch count); a woken task is not woken again before it runs */
+		if (s->kind == RUNQ_PREEMPT) {
 			c->v[LH_EV_WAKEUP_QUEUED]++;
 			return;
 		}
-		c->v[LH_LOSS_OVERWRITTEN]++;
+		start_drop(s, c);
 	}
-	s->ts = bpf_ktime_get_ns();
-	s->kind = RUNQ_WAKEUP;
-	s->cpu = bpf_get_smp_processor_id();
-	c->v[LH_EV_STARTS_WAKEUP]++;
+	/* a new task has not run: its switch count is 0 */
+	if (new_task)
+		start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), 0, RUNQ_NSW_OK, c);
+	else
+		start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), s->dep,
+			  s->flags & RUNQ_DEP_OK ? RUNQ_NSW_OK | RUNQ_NSW_DEP : 0, c);
+}
+
+/* The tracepoint path's wakeup with its arguments as they are (pid,
+ * target_cpu, new task), for tests/bpf/runq_synth.c: classic tracepoint
+ * programs cannot be test-run. "?": never loaded unless asked for. */
+SEC("?raw_tp/sched_wakeup")
+int BPF_PROG(runq_wakeup_pid_test, __u64 pid, __u64 target_cpu, __u64 new_task)
+{
+	tp_wakeup((__u32)pid, (__u32)target_cpu, new_task);
+	return 0;
 }
 
 SEC("tracepoint/sched/sched_wakeup")
 int runq_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	tp_wakeup(ctx->pid, ctx->target_cpu);
+	tp_wakeup(ctx->pid, ctx->target_cpu, false);
 	return LH_TP_KEEP;
 }
 
 SEC("tracepoint/sched/sched_wakeup_new")
 int runq_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	tp_wakeup(ctx->pid, ctx->target_cpu);
+	tp_wakeup(ctx->pid, ctx->target_cpu, true);
 	return LH_TP_KEEP;
-}
-
-/*
- * Count a wait of pid tid (tgid, task cur) that ended at pd->end_ns: cur is the
- * task itself when deferred, else whatever runs now (unused: total and per-CPU
- * histograms need no task, and no records are taken).
- */
-static __always_inline void tp_count(struct runq_pending *pd, struct task_struct *cur,
-				     __u32 tid, __u32 tgid, struct lh_counters *c, __u32 buf)
-{
-	struct runq_record *r;
-	__u64 delta;
-
-	c->v[LH_EV_ENDS]++;
-	if (pd->state != PEND_WAIT) {
-		c->v[LH_LOSS_UNPAIRED]++;
-		return;
-	}
-	if (!lh_delta(c, pd->start_ns, pd->end_ns, &delta))
-		return;
-	if (hist_record(cur, tid, tgid, pd->kind, delta, false, c, buf))
-		c->v[LH_EV_PAIRED]++;
-	if (!TP_DEFER)
-		return;
-	r = record_begin(tid, tgid, pd->kind, pd->start_cpu, pd->prev_tid, pd->end_ns, delta, c);
-	if (!r)
-		return;
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	__builtin_memcpy(r->prev_comm, pd->prev_comm, sizeof(r->prev_comm));
-	lh_record_submit(r);
-}
-
-/* Count the wait pending on this CPU: cur (current) is leaving, with pid ptid. */
-static __always_inline void tp_account(struct runq_pending *pd, struct task_struct *cur,
-				       __u32 ptid, struct lh_counters *c, __u32 buf)
-{
-	__u32 tid = pd->tid, tgid;
-
-	pd->tid = 0;
-	if (ptid != tid) {
-		/* the kernel reported no switch-out of tid (seen for a few threads of
-		 * PID 1 here): its wait is lost, unless it is known to be filtered out */
-		if (TP_TASK_FILTERS && pd->sel == SEL_NO) {
-			c->v[LH_EV_FILTERED]++;
-			return;
-		}
-		c->v[LH_EV_ENDS]++;
-		c->v[LH_LOSS_UNPAIRED]++;
-		return;
-	}
-	tgid = BPF_CORE_READ(cur, tgid);
-	if (!task_selected(cur, tid, tgid)) {
-		c->v[LH_EV_FILTERED]++;
-		return;
-	}
-	if (pd->state == PEND_NO_ENTRY) {
-		/* never seen since tracing began: see on_switch_in() */
-		c->v[LH_EV_ENDS]++;
-		if (BPF_CORE_READ(cur, start_time) > lh_start_ns)
-			c->v[LH_LOSS_UNPAIRED]++;
-		else
-			c->v[LH_EV_BEFORE_TRACE]++;
-		return;
-	}
-	tp_count(pd, cur, tid, tgid, c, buf);
-}
-
-/* cur (current, pid ptid) leaves the CPU: a runnable one starts a preemption wait. */
-static __always_inline void tp_switch_out(struct task_struct *cur, __u32 ptid, long prev_state,
-					  __u64 now, struct lh_counters *c)
-{
-	bool runnable = tp_runnable(prev_state), sel;
-	struct runq_start *s;
-
-	if (prev_state & 0x30) {
-		/* EXIT_DEAD or EXIT_ZOMBIE: its last switch. A preemption after
-		 * sched_process_exit made an entry again: free it */
-		bpf_map_delete_elem(&runq_pid_start, &ptid);
-		return;
-	}
-	if (!runnable && !TP_TASK_FILTERS)
-		return;
-	sel = task_selected(cur, ptid, BPF_CORE_READ(cur, tgid));
-	s = tp_start(ptid, runnable && sel, c);
-	if (s && TP_TASK_FILTERS)
-		s->sel = sel ? SEL_YES : SEL_NO;
-	if (!runnable)
-		return;
-	if (!sel) {
-		c->v[LH_EV_FILTERED]++;
-		return;
-	}
-	if (!s)
-		return;
-	if (s->ts)		/* a start of a task on the CPU: its switch-in was missed */
-		c->v[LH_LOSS_OVERWRITTEN]++;
-	s->ts = now;
-	s->kind = RUNQ_PREEMPT;
-	s->cpu = bpf_get_smp_processor_id();
-	c->v[LH_EV_STARTS_PREEMPT]++;
-}
-
-/* pid ntid gets the CPU: take its start, to be counted at its switch-out. */
-static __always_inline void tp_switch_in(struct runq_pending *pd, struct task_struct *cur,
-					 struct trace_event_raw_sched_switch *ctx, __u32 ntid,
-					 __u64 now, struct lh_counters *c, __u32 buf)
-{
-	struct runq_start *s = tp_start(ntid, false, c);
-
-	if ((filter_tid && ntid != filter_tid) || !cpu_selected(bpf_get_smp_processor_id())) {
-		if (s)
-			s->ts = 0;
-		c->v[LH_EV_FILTERED]++;
-		return;
-	}
-	pd->tid = ntid;
-	pd->end_ns = now;
-	pd->prev_tid = ctx->prev_pid;
-	if (slower_than_ns != ~0ULL)
-		bpf_core_read(pd->prev_comm, sizeof(pd->prev_comm), &ctx->prev_comm);
-	if (!s) {
-		/* deferred either way: only the task tells before-trace from a loss */
-		pd->state = PEND_NO_ENTRY;
-		pd->sel = SEL_UNKNOWN;
-		return;
-	}
-	pd->state = s->ts && (s->kind == RUNQ_WAKEUP || s->kind == RUNQ_PREEMPT) ?
-		    PEND_WAIT : PEND_NO_START;
-	pd->start_ns = s->ts;
-	pd->kind = s->kind;
-	pd->start_cpu = s->cpu;
-	pd->sel = s->sel;
-	s->ts = 0;
-	if (!TP_DEFER) {	/* only the pid is needed: count it now */
-		pd->tid = 0;
-		tp_count(pd, cur, ntid, 0, c, buf);
-	}
-}
-
-/*
- * The tracepoint program's on-CPU slice, in a global function: the verifier
- * checks it once on its own, where inlined into the sched_switch program
- * with 8 counters it went past the 1M-instruction limit. cur is current (the
- * task leaving the CPU); ntid the pid coming in. Returns 0.
- */
-__noinline int tp_slice(__u64 cur, __u32 ntid, __u64 now)
-{
-	/* the slice starts unfiltered but for -t; on_slice() filters at its end */
-	struct next_task n = { .tid = ntid, .selected = !filter_tid || ntid == filter_tid };
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (c)
-		on_slice((struct task_struct *)cur, &n, now, false, c, buf);
-	return 0;
-}
-
-static __always_inline void tp_switch(struct trace_event_raw_sched_switch *ctx)
-{
-	/* sched_switch fires in __schedule() before the switch: current is prev */
-	struct task_struct *cur = (void *)bpf_get_current_task();
-	__u32 ptid = ctx->prev_pid, ntid = ctx->next_pid, cpu = bpf_get_smp_processor_id();
-	__u32 zero = 0, buf, *on;
-	struct lh_counters *c = lh_counters(&buf);
-	struct runq_pending *pd;
-	__u64 now;
-
-	if (!c)
-		return;
-	pd = bpf_map_lookup_elem(&runq_pending, &zero);
-	if (!pd)
-		return;
-	now = bpf_ktime_get_ns();
-	if (pd->tid)
-		tp_account(pd, cur, ptid, c, buf);
-	if (ptid)		/* the idle task is never paired */
-		tp_switch_out(cur, ptid, ctx->prev_state, now, c);
-	on = bpf_map_lookup_elem(&runq_cpu_tid, &cpu);
-	if (on)
-		*on = ntid;
-	if (ntid)
-		tp_switch_in(pd, cur, ctx, ntid, now, c, buf);
-	if (oncpu_on)
-		tp_slice((__u64)cur, ntid, now);
 }
 
 SEC("tracepoint/sched/sched_switch")
 int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
-	tp_switch(ctx);
+	/* sched_switch fires in __schedule() before the switch: current is prev */
+	struct task_struct *prev = (void *)bpf_get_current_task(), *next;
+	struct rq *rq = cpu_rq_of(prev, false);
+	__u32 cpu = bpf_get_smp_processor_id(), *on;
+
+	on = bpf_map_lookup_elem(&runq_cpu_tid, &cpu);
+	if (on)
+		*on = ctx->next_pid;
+	next = rq ? BPF_CORE_READ(rq, curr) : NULL;
+	/* the loader checks that rq is reachable; a mismatch would be a kernel
+	 * that sets rq->curr later: nothing is counted rather than guessed */
+	if (!next || BPF_CORE_READ(next, pid) != ctx->next_pid ||
+	    BPF_CORE_READ(prev, pid) != ctx->prev_pid)
+		return LH_TP_KEEP;
+	on_switch(false, prev, next, tp_prev_state(ctx->prev_state), false);
 	return LH_TP_KEEP;
 }
 
@@ -960,16 +978,7 @@ int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
 SEC("tracepoint/sched/sched_process_exit")
 int runq_exit_tp(void *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), buf;
-	struct lh_counters *c = lh_counters(&buf);
-	struct runq_start *s;
-
-	if (!tid)
-		return LH_TP_KEEP;
-	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
-	if (c && s && s->ts)
-		c->v[LH_LOSS_OVERWRITTEN]++;
-	bpf_map_delete_elem(&runq_pid_start, &tid);
+	on_exit((struct task_struct *)bpf_get_current_task(), false);
 	return LH_TP_KEEP;
 }
 

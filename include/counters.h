@@ -27,9 +27,17 @@ enum lh_counter {
 	LH_EV_BIO_UNISSUED,	/* bio: requests completed without reaching the driver */
 	LH_EV_RB_ELIGIBLE,	/* events at or over --slower-than: a record each */
 	LH_EV_SLICES,		/* runq --oncpu/--counters: on-CPU slices in the oncpu histograms */
+	LH_EV_SWITCHES,		/* runq: sched_switch events seen (every task, every CPU) */
+	/* kernel gaps: what the kernel did without an event (not events lost by us;
+	 * the waits they cost are counted in the loss classes below) */
+	LH_GAP_MISSED_SWITCH,	/* runq: context switches with no sched_switch event */
 	/* losses: each keeps an event out of the histograms */
 	LH_LOSS_UNPAIRED,	/* end with a record but no start */
-	LH_LOSS_OVERWRITTEN,	/* start replaced before its end */
+	LH_LOSS_OVERWRITTEN,	/* start replaced by a newer start of the same wait/key */
+	LH_LOSS_MISSED_SWITCH_IN,	/* runq: start whose switch-in no event showed (the task ran since) */
+	LH_LOSS_MISSED_WAIT,	/* runq: waits the task's switch count shows, with no event at all */
+	LH_LOSS_UNCHECKED,	/* runq tracepoint path: start the task's switch count cannot check */
+	LH_LOSS_MISSED_COMPLETION,	/* bio: request whose completion no event showed */
 	LH_LOSS_STALE,		/* start of an earlier task with the same id (pid reuse) */
 	LH_LOSS_NEGATIVE,	/* end earlier than start */
 	LH_LOSS_ABSURD,		/* delta over LH_ABSURD_NS: a broken pairing, never a slot */

@@ -21,15 +21,33 @@ enum runq_group {
 	RUNQ_GROUP_CPU,		/* CPU the task was switched in on */
 };
 
-/* Pairing state per task (tp_btf: task storage; raw_tp: pid-keyed hash). */
+/*
+ * Pairing state per task (tp_btf: task storage; raw_tp and tracepoint: a hash
+ * keyed by pid). A task's switch count n (nvcsw + nivcsw, its switch-outs so
+ * far) numbers its switch-ins: the k-th one (from 0) happens while n == k, so
+ * sched_info.pcount equals n at every switch-in. A start pairs only with the
+ * switch-in numbered nsw; acc says how many of the task's switch-ins are
+ * accounted (paired, filtered or counted as a loss), so a switch-in no event
+ * showed is still counted (missed_wait).
+ */
 struct runq_start {
 	unsigned long long ts;		/* bpf_ktime_get_ns() at start, 0 = none */
-	unsigned long long birth_ns;	/* task start_time (raw_tp identity check) */
-	unsigned long long nsw;		/* preempt start: the task's nvcsw + nivcsw then */
+	unsigned long long birth_ns;	/* task start_time (pid-keyed identity check); 0 = unknown */
+	unsigned long long nsw;		/* the task's switch count at the start */
+	unsigned long long acc;		/* switch-ins accounted (valid with RUNQ_ACC_OK) */
+	unsigned long long dep;		/* tracepoint: switch count at its last switch-out seen */
 	unsigned int kind;		/* enum runq_kind */
 	unsigned int cpu;		/* CPU of the wakeup or preemption */
-	unsigned int sel;		/* tracepoint path: 0 unknown, 1 passes -p/--cgroup, 2 not */
-	unsigned int pad;
+	unsigned short flags;		/* enum runq_start_flags */
+	unsigned short sel;		/* tracepoint: 0 unknown, 1 passes -p/--cgroup, 2 not */
+	unsigned int dropped;		/* starts dropped (missed_switch_in) since acc was set */
+};
+
+enum runq_start_flags {
+	RUNQ_ACC_OK = 1,	/* acc is known */
+	RUNQ_NSW_OK = 2,	/* nsw is known (a tracepoint wakeup carries no task) */
+	RUNQ_DEP_OK = 4,	/* dep is known */
+	RUNQ_NSW_DEP = 8,	/* nsw is dep: the count at the last switch-out seen */
 };
 
 /* Key of the per-process / per-thread histogram hash. */
@@ -42,7 +60,7 @@ struct runq_hist_key {
 	unsigned char pad[6];
 };
 
-/* This CPU's current on-CPU slice (--oncpu, --counters); per-CPU array, BPF only. */
+/* This CPU's current on-CPU slice (--oncpu, --counters). */
 struct runq_slice {
 	unsigned long long ts;		/* switch-in, bpf_ktime_get_ns() */
 	unsigned int tid;		/* the task switched in; 0 = no slice (idle, filtered) */
@@ -50,6 +68,19 @@ struct runq_slice {
 	struct {
 		unsigned long long counter, enabled, running;
 	} v[LH_MAX_PMU];		/* counters at switch-in */
+};
+
+/*
+ * What a CPU last switched to, per-CPU array, BPF only. On one CPU each
+ * sched_switch's prev is the previous one's next, and rq->nr_switches counts
+ * every switch (kernel/sched/core.c __schedule()): a different prev, or a
+ * count that moved by more than one, is a switch the kernel did not report.
+ */
+struct runq_cpu {
+	unsigned long long nr_switches;	/* rq->nr_switches then; 0 = not readable */
+	unsigned int tid;		/* that switch's next */
+	unsigned int known;		/* 0 until this CPU's first event */
+	struct runq_slice slice;
 };
 
 #define RUNQ_MAX_CPUS 1024

@@ -28,9 +28,9 @@
 #define TOOL "bio"
 
 const struct lh_hist_kind bio_kinds[BIO_NR_HISTS] = {
-	{ "queue", "queue time (created to issued to the driver)" },
-	{ "device", "device time (issued to completed)" },
-	{ "total", "total (created to completed; device time when there is no queue stage)" },
+	{ "queue", "queue time (created to issued to the driver)", LH_SCOPE_EVENTS },
+	{ "device", "device time (issued to completed)", LH_SCOPE_EVENTS },
+	{ "total", "total (created to completed; device time when there is no queue stage)", LH_SCOPE_EVENTS },
 };
 
 static const char *const op_names[] = { "read", "write", "flush", "discard", "other" };
@@ -126,6 +126,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		switch (opt) {
 		case 'h':
 			printf("%s%s", bio_help, lh_common_help);
+			lh_counters_help(stdout, LH_TOOL_BIO);
 			return 1;
 		case OPT_PER_PROCESS:
 			o->group |= BIO_GROUP_PROCESS;

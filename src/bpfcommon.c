@@ -121,6 +121,26 @@ int lh_tp_nargs(const char *tp)
 	return n;
 }
 
+bool lh_btf_has_member(const char *type, const char *member)
+{
+	struct btf *btf = vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_member *m;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	if (!t)
+		return false;
+	m = btf_members(t);
+	for (int i = 0; i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
+			return true;
+	return false;
+}
+
 bool lh_tracefs_has(const char *event)
 {
 	/* libbpf's tracefs_path(): debugfs's tracing folder when it exists */

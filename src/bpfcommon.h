@@ -50,6 +50,10 @@ bool lh_tracefs_has(const char *event);
 /* Whether tp_btf programs with task local storage can run here (BTF, 5.11+). */
 bool lh_probe_tp_btf_task_storage(void);
 
+/* Does the kernel's BTF give struct `type` a member named `member` (e.g.
+ * sched_entity::cfs_rq, there with CONFIG_FAIR_GROUP_SCHED)? False without BTF. */
+bool lh_btf_has_member(const char *type, const char *member);
+
 /*
  * Wait until every BPF program that may have read the old interval buffer
  * index has finished: tracing programs run inside an RCU read-side section,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "counters_user.h"
 #include "hist.h"
 #include "report.h"
@@ -8,6 +9,8 @@
 #define R LH_TOOL_RUNQ
 #define B LH_TOOL_BIO
 #define A LH_TOOL_ALL
+#define EV LH_SCOPE_EVENTS
+#define SL LH_SCOPE_SLICES
 static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_ENDS] = { "events", "ends seen (runq: switch-ins of traced tasks; bio: final completions)", false, A, false },
 	[LH_EV_PAIRED] = { "paired", "ends paired with their start, all in the histograms", false, A, true },
@@ -16,7 +19,7 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_WAKEUP_RUNNING] = { "wakeup_while_running", "wakeups of a task still on a CPU (no wait followed)", false, R, false },
 	[LH_EV_WAKEUP_QUEUED] = { "wakeup_while_queued", "wakeups of a preempted task still queued (its wait goes on)", false, R, false },
 	[LH_EV_FILTERED] = { "filtered", "events rejected by filters (not a loss)", false, A, false },
-	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", "ends with no record: began before tracing (or start not recordable, counted there)", false, A, true },
+	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", "ends of waits (requests) that began before tracing (runq: queued before it, by the kernel's own sched_info)", false, A, true },
 	[LH_EV_BIO_CREATED] = { "created", "requests created (block_io_start, or block_rq_insert before 6.5)", false, B, false },
 	[LH_EV_BIO_ISSUED] = { "issued", "requests issued to the driver (block_rq_issue)", false, B, false },
 	[LH_EV_BIO_NO_QUEUE] = { "no_queue_stage", "requests first seen at issue: device and total only", false, B, false },
@@ -25,26 +28,34 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_BIO_MERGED] = { "merged", "requests merged into another before issue (counted with it)", false, B, false },
 	[LH_EV_BIO_UNISSUED] = { "completed_unissued", "requests completed without reaching the driver (e.g. empty flushes): total only", false, B, false },
 	[LH_EV_RB_ELIGIBLE] = { "records_eligible", "events at or over --slower-than: one record each", false, A, false, LH_FEAT_RECORDS },
-	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "ends whose start was never seen", true, A, true },
-	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced before their end", true, A, false },
-	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R, false },
-	[LH_LOSS_NEGATIVE] = { "negative_delta", "ends timestamped before their start", true, A, true },
-	[LH_LOSS_ABSURD] = { "absurd_delta", "deltas over one hour: broken pairings, not latencies", true, A, true },
-	[LH_LOSS_STORAGE] = { "storage_failed", "task storage could not be created", true, R, false },
-	[LH_LOSS_START_E2BIG] = { "start_map_full", "start map full (runq: raise --max-tasks; bio: --max-requests)", true, A, false },
-	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", "start map out of memory", true, A, false },
-	[LH_LOSS_START_OTHER] = { "start_map_error", "start map update failed (other errno)", true, A, false },
-	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A, true },
-	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A, true },
-	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A, true },
-	[LH_LOSS_RINGBUF] = { "ringbuf_drop", "records not written: ring buffer full (the histograms still count the events)", true, A, false, LH_FEAT_RECORDS },
 	[LH_EV_SLICES] = { "slices", "on-CPU slices in the oncpu histograms", false, R, false, LH_FEAT_ONCPU },
-	[LH_LOSS_SLICE_UNPAIRED] = { "slice_unpaired", "on-CPU slices whose switch-in on that CPU was not seen", true, R, false, LH_FEAT_ONCPU },
+	[LH_EV_SWITCHES] = { "switches", "sched_switch events seen (all tasks, all CPUs)", false, R, false },
+	[LH_GAP_MISSED_SWITCH] = { "missed_switch", "context switches the kernel made with no sched_switch event (rq->nr_switches moved more, or prev was not the CPU's last next)", false, R, false, 0, 0, true },
+	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "switch-ins (completions) whose start no event showed", true, A, true, 0, EV },
+	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced by a newer start of the same wait (bio tracepoint path: of another request with the same disk, op and sector)", true, A, false, 0, EV },
+	[LH_LOSS_MISSED_SWITCH_IN] = { "missed_switch_in", "starts whose switch-in no event showed (the task's switch count moved): dropped, never paired", true, R, false, 0, EV },
+	[LH_LOSS_MISSED_WAIT] = { "missed_wait", "waits the task's switch count shows with no event at all (neither start nor switch-in)", true, R, false, 0, EV },
+	[LH_LOSS_UNCHECKED] = { "unchecked_start", "tracepoint path: wakeups the task's switch count could not check (no switch-out of it seen while tracing, or its last one missed): not paired", true, R, false, 0, EV },
+	[LH_LOSS_MISSED_COMPLETION] = { "missed_completion", "requests whose completion no event showed (their request struct came back for a new request)", true, B, false, 0, EV },
+	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R, false, 0, EV },
+	[LH_LOSS_NEGATIVE] = { "negative_delta", "ends timestamped before their start", true, A, true, 0, EV | SL },
+	[LH_LOSS_ABSURD] = { "absurd_delta", "deltas over one hour: broken pairings, not latencies", true, A, true, 0, EV | SL },
+	[LH_LOSS_STORAGE] = { "storage_failed", "task storage could not be created", true, R, false, 0, EV },
+	[LH_LOSS_START_E2BIG] = { "start_map_full", "start map full (runq: raise --max-tasks; bio: --max-requests)", true, A, false, 0, EV },
+	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", "start map out of memory", true, A, false, 0, EV },
+	[LH_LOSS_START_OTHER] = { "start_map_error", "start map update failed (other errno)", true, A, false, 0, EV },
+	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A, true, 0, EV | SL },
+	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A, true, 0, EV | SL },
+	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A, true, 0, EV | SL },
+	[LH_LOSS_RINGBUF] = { "ringbuf_drop", "records not written: ring buffer full (the histograms still count the events)", true, A, false, LH_FEAT_RECORDS },
+	[LH_LOSS_SLICE_UNPAIRED] = { "slice_unpaired", "on-CPU slices that ran across a switch no event showed: dropped", true, R, false, LH_FEAT_ONCPU, SL },
 	[LH_LOSS_PMU_ENOENT] = { "counter_read_enoent", "counter reads failed: ENOENT (no event in the slot)", true, R, false, LH_FEAT_COUNTERS },
 	[LH_LOSS_PMU_EINVAL] = { "counter_read_einval", "counter reads failed: EINVAL (event not readable on this CPU)", true, R, false, LH_FEAT_COUNTERS },
 	[LH_LOSS_PMU_OTHER] = { "counter_read_error", "counter reads failed: other errno", true, R, false, LH_FEAT_COUNTERS },
-	[LH_LOSS_PROG_MISSED] = { "prog_missed", "runs of lathist's programs the kernel skipped (another BPF program was running on that CPU): each may lose an event", true, A, false },
+	[LH_LOSS_PROG_MISSED] = { "prog_missed", "runs of lathist's programs the kernel skipped (another BPF program was running on that CPU): each may lose an event", true, A, false, 0, EV | SL },
 };
+#undef EV
+#undef SL
 #undef R
 #undef B
 #undef A
@@ -76,11 +87,29 @@ const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len)
 	return buf;
 }
 
+uint64_t lh_scope_lost(const uint64_t v[LH_NR_COUNTERS], unsigned int scope)
+{
+	uint64_t lost = 0;
+
+	for (int i = 0; i < LH_NR_COUNTERS; i++)
+		if (infos[i].loss && (infos[i].scope & scope))
+			lost = lh_add_sat(lost, v[i]);
+	return lost;
+}
+
 uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS])
 {
-	uint64_t lost = lh_counters_lost(v), other = lh_pmu_lost(v) + v[LH_LOSS_RINGBUF];
+	return lh_scope_lost(v, LH_SCOPE_EVENTS | LH_SCOPE_SLICES);
+}
 
-	return lost - (other < lost ? other : lost);
+uint64_t lh_counters_gaps(const uint64_t v[LH_NR_COUNTERS])
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < LH_NR_COUNTERS; i++)
+		if (infos[i].gap)
+			n = lh_add_sat(n, v[i]);
+	return n;
 }
 
 uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS])
@@ -125,6 +154,45 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 			reasons[n++] = r;
 	}
 	return n;
+}
+
+/* Print text from column col, wrapped before width, continuation lines indented to indent. */
+static void wrap(FILE *f, const char *text, int col, int indent, int width)
+{
+	while (*text) {
+		int len = (int)strcspn(text, " ");
+
+		if (col > indent && col + 1 + len > width) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", len, text);
+		col += len;
+		text += len;
+		while (*text == ' ')
+			text++;
+	}
+	fputc('\n', f);
+}
+
+void lh_counters_help(FILE *f, unsigned int tool_bit)
+{
+	fputs("\nEvents, losses and kernel gaps (text footer, JSON \"loss\"; README: Loss "
+	      "accounting):\n", f);
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		const struct lh_counter_info *ci = &infos[i];
+		char line[512];
+
+		if (!(ci->tools & tool_bit))
+			continue;
+		snprintf(line, sizeof(line), "%s%s", ci->loss ? "LOSS: " : ci->gap ? "KERNEL GAP: " : "",
+			 ci->desc);
+		fprintf(f, "  %-22s", ci->name);
+		wrap(f, line, 24, 24, 79);
+	}
 }
 
 static int by_events(const void *a, const void *b, void *events)

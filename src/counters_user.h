@@ -6,18 +6,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "counters.h"
 
 /* Which tools a counter belongs to (bit mask). */
 enum lh_tool_bit { LH_TOOL_RUNQ = 1, LH_TOOL_BIO = 2, LH_TOOL_ALL = 3 };
 
+/* Which histograms a loss class may have kept an event from (bit mask). */
+enum lh_scope {
+	LH_SCOPE_EVENTS = 1,	/* waits (runq wakeup, preempt) and requests (bio) */
+	LH_SCOPE_SLICES = 2,	/* on-CPU slices (runq oncpu) */
+};
+
 struct lh_counter_info {
 	const char *name;	/* stable name used in JSON and text */
 	const char *desc;	/* one line for the text footer */
-	bool loss;		/* keeps an event out of the histograms */
+	bool loss;		/* keeps an event out of the histograms (or records, counter sums) */
 	unsigned int tools;	/* enum lh_tool_bit: shown for these tools only */
 	bool of_events;		/* counted at ends: a part of "events", shown with a share */
 	unsigned int needs;	/* enum lh_feature bits: shown only with these outputs */
+	unsigned int scope;	/* enum lh_scope: histograms a loss may be missing from; 0 = none */
+	bool gap;		/* a kernel gap: something the kernel did without an event */
 };
 
 /* Info for counter i (0 <= i < LH_NR_COUNTERS). */
@@ -29,6 +38,9 @@ void lh_counters_sum(uint64_t out[LH_NR_COUNTERS], const struct lh_counters *per
 /* part as a share of whole: "12.34%", "<0.01%" for a tiny non-zero part, "0.00%". */
 const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len);
 
+/* Every counter of a tool (enum lh_tool_bit) with what it means, for -h. */
+void lh_counters_help(FILE *f, unsigned int tool_bit);
+
 /* Sum of all loss classes. */
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
 
@@ -36,6 +48,13 @@ uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
  * ringbuf_drop (a record lost, the histograms keep the event) and the counter
  * read errors (a counter's sums miss a slice, the histograms keep it). */
 uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS]);
+
+/* Sum of the loss classes that may have kept an event out of a histogram of
+ * this scope (enum lh_scope): the L of lh_hist_bounds(). */
+uint64_t lh_scope_lost(const uint64_t v[LH_NR_COUNTERS], unsigned int scope);
+
+/* Sum of the kernel gap counters (switches the kernel made with no event). */
+uint64_t lh_counters_gaps(const uint64_t v[LH_NR_COUNTERS]);
 
 /* Failed bpf_perf_event_read_value calls (counter_read_*). */
 uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS]);

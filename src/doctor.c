@@ -202,6 +202,26 @@ static void check_tracepoints(struct doctor *d)
 		    "measures device time only");
 }
 
+/* What runq's kernel-gap checks can read here (README: Kernel gaps). */
+static void check_gap_fields(struct doctor *d)
+{
+	if (lh_btf_has_member("sched_entity", "cfs_rq"))
+		say(d, "runq rq", ST_OK, "sched_entity::cfs_rq: missed_switch counts every switch "
+		    "the kernel made with no event (rq->nr_switches); runq --attach tracepoint can "
+		    "find the task switched in");
+	else
+		say(d, "runq rq", ST_INFO, "no sched_entity::cfs_rq (CONFIG_FAIR_GROUP_SCHED): "
+		    "missed_switch counts only switches whose prev is not the CPU's last next (a "
+		    "lower bound); runq --attach tracepoint cannot run");
+	if (lh_btf_has_member("sched_info", "last_queued"))
+		say(d, "runq sched_info", ST_OK, "sched_info.last_queued and last_arrival: a wait "
+		    "queued before tracing is told from one whose start no event showed");
+	else
+		say(d, "runq sched_info", ST_INFO, "no sched_info (CONFIG_SCHED_INFO): a task "
+		    "older than the trace, switched in with no start seen, counts as waiting since "
+		    "before tracing");
+}
+
 /* One BPF map type: probed (a test map) only with the privilege to create it. */
 static void check_map_type(struct doctor *d, const char *name, enum bpf_map_type type,
 			   enum status absent, const char *have, const char *lack)
@@ -308,8 +328,10 @@ int doctor_main(int argc, char **argv)
 	check_btf(&d);
 	check_tracefs(&d);
 	check_sysctls(&d);
-	if (!access("/sys/kernel/btf/vmlinux", R_OK))
+	if (!access("/sys/kernel/btf/vmlinux", R_OK)) {
 		check_tracepoints(&d);
+		check_gap_fields(&d);
+	}
 	check_maps(&d);
 	check_perf(&d);
 	if (d.json) {

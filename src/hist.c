@@ -88,17 +88,44 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
 	return 0;
 }
 
-int lh_hist_quantile_slot(const struct lh_hist *h, unsigned int permille)
+/* The slot where the cumulative count of h's slots, plus extra events in
+ * slot 0 (below) or past the last slot (above), reaches rank. */
+static int rank_slot(const struct lh_hist *h, uint64_t rank, uint64_t below)
 {
-	uint64_t rank, cum = 0;
+	unsigned __int128 cum = below;
 
-	if (!h->count || !permille || permille > 1000)
-		return -1;
-	rank = (uint64_t)(((unsigned __int128)h->count * permille + 999) / 1000);
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		cum += h->slots[i];
 		if (cum >= rank)
 			return (int)i;
 	}
 	return (int)h->nslots - 1;
+}
+
+/* ceil(n * permille / 1000) without overflow: the rank of a quantile of n events. */
+static uint64_t quantile_rank(unsigned __int128 n, unsigned int permille)
+{
+	unsigned __int128 r = (n * permille + 999) / 1000;
+
+	return r > UINT64_MAX ? UINT64_MAX : (uint64_t)r;
+}
+
+int lh_hist_quantile_slot(const struct lh_hist *h, unsigned int permille)
+{
+	if (!h->count || !permille || permille > 1000)
+		return -1;
+	return rank_slot(h, quantile_rank(h->count, permille), 0);
+}
+
+int lh_hist_quantile_bounds(const struct lh_hist *h, unsigned int permille, uint64_t lost,
+			    int *low, int *high)
+{
+	uint64_t rank;
+
+	if (!h->count || !permille || permille > 1000)
+		return -EINVAL;
+	rank = quantile_rank((unsigned __int128)h->count + lost, permille);
+	*low = rank_slot(h, rank, lost);
+	*high = rank_slot(h, rank, 0);
+	return 0;
 }

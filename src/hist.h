@@ -81,6 +81,17 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o);
  */
 int lh_hist_quantile_slot(const struct lh_hist *h, unsigned int permille);
 
+/*
+ * Where the quantile of permille/1000 could be if lost events of h, whose
+ * values nobody saw, were counted: *low is its slot when all of them fell
+ * below h's first slot, *high when all fell above its last one (the
+ * unbounded last slot when the rank lands among them). Both equal
+ * lh_hist_quantile_slot() when lost is 0 or the losses cannot move it.
+ * (DESIGN.md, "Kernel gaps".) 0, or -EINVAL when h is empty.
+ */
+int lh_hist_quantile_bounds(const struct lh_hist *h, unsigned int permille, uint64_t lost,
+			    int *low, int *high);
+
 /* The percentiles every output reports, as the slot that holds them. */
 struct lh_percentile {
 	const char *name;	/* "p50" */

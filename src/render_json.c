@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* JSON renderer, schema lathist/1 (docs in README.md), built with json-c. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,31 +48,51 @@ static json_object *bound(uint64_t units, uint64_t unit_ns)
 	return u64(units * unit_ns);
 }
 
-static json_object *hist_json(const struct lh_hist *h, const struct lh_meta *m)
+/* {"lo_ns", "hi_ns"} of slot s; JSON null for the unbounded last slot when
+ * unbounded_null (a bound that nothing limits). */
+static json_object *slot_json(int s, const struct lh_meta *m, bool unbounded_null)
+{
+	uint32_t p = m->scheme.precision;
+	uint64_t u = m->scheme.unit_ns;
+	json_object *b;
+
+	if (unbounded_null && lh_slot_hi((uint32_t)s, p) == UINT64_MAX)
+		return NULL;
+	b = json_object_new_object();
+	json_object_object_add(b, "lo_ns", bound(lh_slot_lo((uint32_t)s, p), u));
+	json_object_object_add(b, "hi_ns", bound(lh_slot_hi((uint32_t)s, p), u));
+	return b;
+}
+
+static json_object *hist_json(const struct lh_hist *h, const struct lh_report *r)
 {
 	json_object *o = json_object_new_object(), *slots = json_object_new_array();
 	json_object *pc = json_object_new_object();
+	const struct lh_meta *m = &r->meta;
 	uint32_t p = m->scheme.precision;
-	uint64_t u = m->scheme.unit_ns;
+	uint64_t u = m->scheme.unit_ns, lost = lh_report_hist_lost(r, h);
 
 	json_object_object_add(o, "name", json_object_new_string(h->name));
 	json_object_object_add(o, "key", key_json(&h->key));
 	json_object_object_add(o, "count", u64(h->count));
 	json_object_object_add(o, "sum_ns", u64(h->sum_ns));
 	json_object_object_add(o, "max_ns", u64(h->max_ns));
+	/* events lost that could have belonged here, and what they could make the max */
+	json_object_object_add(o, "lost", u64(lost));
+	json_object_object_add(o, "max_ns_high", lost ? NULL : u64(h->max_ns));
 	if (m->has_bytes)
 		json_object_object_add(o, "bytes", u64(h->bytes));
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille);
+		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
 		json_object *b;
 
-		if (s < 0) {
+		if (s < 0 || lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &lo, &hi)) {
 			json_object_object_add(pc, lh_percentiles[i].name, NULL);
 			continue;
 		}
-		b = json_object_new_object();
-		json_object_object_add(b, "lo_ns", bound(lh_slot_lo((uint32_t)s, p), u));
-		json_object_object_add(b, "hi_ns", bound(lh_slot_hi((uint32_t)s, p), u));
+		b = slot_json(s, m, false);
+		json_object_object_add(b, "low", slot_json(lo, m, false));
+		json_object_object_add(b, "high", slot_json(hi, m, true));
 		json_object_object_add(pc, lh_percentiles[i].name, b);
 	}
 	json_object_object_add(o, "percentiles", pc);
@@ -137,13 +159,22 @@ static json_object *meta_json(const struct lh_meta *m)
 	return o;
 }
 
-static json_object *loss_json(const uint64_t *v, unsigned int tool_bit, unsigned int features)
+static json_object *loss_json(const struct lh_report *r)
 {
+	const uint64_t *v = r->counters;
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if ((lh_counter_info(i)->tools & tool_bit) && !(lh_counter_info(i)->needs & ~features))
+		if ((lh_counter_info(i)->tools & r->meta.tool_bit) &&
+		    !(lh_counter_info(i)->needs & ~r->meta.features))
 			json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
+	if (lh_counter_info(LH_GAP_MISSED_SWITCH)->tools & r->meta.tool_bit) {
+		json_object *a = json_object_new_array();
+
+		for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++)
+			json_object_array_add(a, u64(r->gap_cpu[cpu]));
+		json_object_object_add(o, "missed_switch_per_cpu", a);
+	}
 	/* every end without a start, whatever the cause */
 	json_object_object_add(o, "unpaired", u64(v[LH_EV_BEFORE_TRACE] + v[LH_LOSS_UNPAIRED]));
 	json_object_object_add(o, "lost", u64(lh_counters_lost(v)));
@@ -151,21 +182,106 @@ static json_object *loss_json(const uint64_t *v, unsigned int tool_bit, unsigned
 	return o;
 }
 
-static json_object *bias_json(const uint64_t *v, const struct lh_report *r)
+/* At most this many histograms get a reason line of their own in bias.reasons. */
+#define MAX_HIST_REASONS 8
+
+/*
+ * One bias reason for a histogram whose percentiles its L lost events could
+ * move: "wakeup {pid 12}: 3 lost could move p99 (64, 128] to (64, 128] ..
+ * (128, 256] us; p50, p90 cannot move". NULL when none can move. Counts the
+ * movable and the total percentiles into *movable and *all.
+ */
+static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uint64_t *movable,
+			 uint64_t *all)
 {
+	uint64_t lost = lh_report_hist_lost(r, h);
+	char *buf = NULL, a[64], b[64], still[64] = "";
+	struct lh_kv kv[LH_MAX_KEY_FIELDS];
+	size_t len = 0;
+	FILE *f;
+	int n, moved = 0;
+
+	if (!h->count)
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "%s {", h->name);
+	n = lh_key_fields(&h->key, kv);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%s %s", i ? ", " : "", kv[i].name, kv[i].value);
+	fprintf(f, "}: %" PRIu64 " lost could move", lost);
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
+
+		(*all)++;
+		if (lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &lo, &hi) || lo == hi) {
+			snprintf(still + strlen(still), sizeof(still) - strlen(still), "%s%s",
+				 still[0] ? ", " : "", lh_percentiles[i].name);
+			continue;
+		}
+		(*movable)++;
+		fprintf(f, "%s %s %s to %s .. ", moved++ ? ";" : "", lh_percentiles[i].name,
+			lh_slot_range(a, sizeof(a), s, &r->meta), lh_slot_range(b, sizeof(b), lo, &r->meta));
+		if (lh_slot_hi((uint32_t)hi, r->meta.scheme.precision) == UINT64_MAX)
+			fputs("unbounded", f);
+		else
+			fputs(lh_slot_range(b, sizeof(b), hi, &r->meta), f);
+		fprintf(f, " %s", r->meta.unit);
+	}
+	if (still[0])
+		fprintf(f, "; %s cannot move", still);
+	fclose(f);
+	if (!moved) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static json_object *bias_json(const struct lh_report *r)
+{
+	const uint64_t *v = r->counters;
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	json_object *pct = json_object_new_object();
 	char *reasons[LH_NR_COUNTERS];
-	size_t n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS);
+	size_t n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS), lines = 0, more = 0;
+	uint64_t movable = 0, all = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		json_object_array_add(a, json_object_new_string(reasons[i]));
 		free(reasons[i]);
 	}
+	/* how far the losses could move each histogram's percentiles */
+	for (size_t i = 0; n && i < r->nhists; i++) {
+		char *why = hist_reason(&r->hists[i], r, &movable, &all);
+
+		if (!why)
+			continue;
+		if (lines++ < MAX_HIST_REASONS)
+			json_object_array_add(a, json_object_new_string(why));
+		else
+			more++;
+		free(why);
+	}
+	if (more) {
+		char *why;
+
+		if (asprintf(&why, "and %zu more histograms whose percentiles the losses could move",
+			     more) > 0) {
+			json_object_array_add(a, json_object_new_string(why));
+			free(why);
+		}
+	}
 	json_object_object_add(o, "flag", json_object_new_boolean(n > 0));
 	json_object_object_add(o, "reasons", a);
+	json_object_object_add(pct, "movable", u64(movable));
+	json_object_object_add(pct, "of", u64(all));
+	json_object_object_add(o, "percentiles", pct);
 	json_object_object_add(o, "histograms", json_object_new_boolean(lh_hist_lost(v) > 0));
 	json_object_object_add(o, "records", json_object_new_boolean(v[LH_LOSS_RINGBUF] > 0));
 	json_object_object_add(o, "counters", json_object_new_boolean(lh_pmu_lost(v) > 0));
+	json_object_object_add(o, "kernel_gap", json_object_new_boolean(lh_counters_gaps(v) > 0));
 	if (r->trend != LH_TREND_NONE) {
 		json_object *t = json_object_new_object();
 
@@ -267,12 +383,12 @@ char *lh_render_json(const struct lh_report *r, bool compact)
 	json_object_object_add(root, "schema", json_object_new_string(LH_SCHEMA));
 	json_object_object_add(root, "meta", meta_json(&r->meta));
 	for (size_t i = 0; i < r->nhists; i++)
-		json_object_array_add(hs, hist_json(&r->hists[i], &r->meta));
+		json_object_array_add(hs, hist_json(&r->hists[i], r));
 	json_object_object_add(root, "histograms", hs);
 	if (r->meta.pmu.n || r->meta.pmu.nunsupported)
 		pmu_json(root, r);
-	json_object_object_add(root, "loss", loss_json(r->counters, r->meta.tool_bit, r->meta.features));
-	json_object_object_add(root, "bias", bias_json(r->counters, r));
+	json_object_object_add(root, "loss", loss_json(r));
+	json_object_object_add(root, "bias", bias_json(r));
 	if (r->records.on) {
 		json_object *rec = json_object_new_object();
 

@@ -67,23 +67,52 @@ static double in_unit(uint64_t ns, uint64_t unit_ns)
 	return (double)ns / (double)unit_ns;
 }
 
-static void print_slot_range(FILE *f, int s, const struct lh_meta *m)
+/*
+ * count, mean, the percentiles as slots and the exact max; with L events lost
+ * that could have belonged to h, each percentile's bounds (all L below, all L
+ * above) on a line of its own, and whether L can move it.
+ */
+static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report *r)
 {
-	uint64_t lo = lh_slot_lo((uint32_t)s, m->scheme.precision);
-	uint64_t hi = lh_slot_hi((uint32_t)s, m->scheme.precision);
+	const struct lh_meta *m = &r->meta;
+	uint64_t lost = lh_report_hist_lost(r, h);
+	char a[64], b[64];
 
-	/* upper bounds inclusive (include/hist_slot.h); slot 0 also holds 0 */
-	if (hi == UINT64_MAX)
-		fprintf(f, "(%" PRIu64 ", inf)", lo);
-	else
-		fprintf(f, "%c%" PRIu64 ", %" PRIu64 "]", s ? '(' : '[', lo, hi);
+	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
+		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
+	if (!lost) {
+		for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
+			fprintf(f, "  %s %s", lh_percentiles[i].name,
+				lh_slot_range(a, sizeof(a), lh_hist_quantile_slot(h, lh_percentiles[i].permille), m));
+		fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns),
+			m->unit);
+		return;
+	}
+	fprintf(f, "  max %.3f %s (%" PRIu64 " lost: could be longer)\n",
+		in_unit(h->max_ns, m->scheme.unit_ns), m->unit, lost);
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
+
+		lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &lo, &hi);
+		fprintf(f, "     %-5s %s %s ", lh_percentiles[i].name,
+			lh_slot_range(a, sizeof(a), s, m), m->unit);
+		if (lo == hi)
+			fprintf(f, "(%" PRIu64 " lost cannot move it)\n", lost);
+		else if (lh_slot_hi((uint32_t)hi, m->scheme.precision) == UINT64_MAX)
+			/* the rank lands among the lost: nothing bounds it */
+			fprintf(f, "(%" PRIu64 " lost: could be %s .. unbounded)\n", lost,
+				lh_slot_range(a, sizeof(a), lo, m));
+		else
+			fprintf(f, "(%" PRIu64 " lost: could be %s .. %s)\n", lost,
+				lh_slot_range(a, sizeof(a), lo, m), lh_slot_range(b, sizeof(b), hi, m));
+	}
 }
 
-static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m)
+static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_report *r)
 {
-	uint32_t p = m->scheme.precision;
+	const struct lh_meta *m = &r->meta;
 	int first = -1, last = -1;
-	uint64_t max = 0;
+	uint64_t max = 0, lost;
 	const char *desc = h->name;
 
 	for (int i = 0; i < m->nkinds; i++)
@@ -102,13 +131,18 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 			max = h->slots[i];
 	}
 	if (first < 0) {
-		fputs("     (no events)\n", f);
+		lost = lh_report_hist_lost(r, h);
+		if (lost)
+			fprintf(f, "     (no events; %" PRIu64 " lost could have been here)\n", lost);
+		else
+			fputs("     (no events)\n", f);
 		return;
 	}
 	fprintf(f, "%*s%s %-*s : count    distribution\n", 5, "", unit_header(m->unit), 13,
 		"(lo, hi]");
 	for (int i = first; i <= last; i++) {
-		uint64_t lo = lh_slot_lo((uint32_t)i, p), hi = lh_slot_hi((uint32_t)i, p);
+		uint64_t lo = lh_slot_lo((uint32_t)i, m->scheme.precision);
+		uint64_t hi = lh_slot_hi((uint32_t)i, m->scheme.precision);
 
 		/* a row "lo -> hi" holds lo < v <= hi (the first row also 0) */
 		if (hi == UINT64_MAX)
@@ -121,13 +155,7 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_meta *m
 	}
 	if (m->has_bytes)
 		fprintf(f, "     bytes %" PRIu64 "\n", h->bytes);
-	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
-		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
-	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		fprintf(f, "  %s ", lh_percentiles[i].name);
-		print_slot_range(f, lh_hist_quantile_slot(h, lh_percentiles[i].permille), m);
-	}
-	fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns), m->unit);
+	print_stats(f, h, r);
 }
 
 static void print_header(FILE *f, const struct lh_meta *m)
@@ -154,6 +182,32 @@ static void print_header(FILE *f, const struct lh_meta *m)
 		fprintf(f, "duration: %.3f s\n", (double)m->duration_ns / 1e9);
 }
 
+/*
+ * The kernel gaps, said plainly: switches the kernel made without a
+ * sched_switch event, and on which CPUs. The waits they hid are in the loss
+ * classes (missed_switch_in, missed_wait, unpaired_no_start).
+ */
+static void print_gaps(FILE *f, const struct lh_report *r)
+{
+	uint64_t missed = r->counters[LH_GAP_MISSED_SWITCH], seen = r->counters[LH_EV_SWITCHES];
+	char share[16];
+	const char *sep = "";
+
+	if (!(r->meta.tool_bit & LH_TOOL_RUNQ) || !missed)
+		return;
+	fprintf(f, "KERNEL GAP: %" PRIu64 " of %" PRIu64 " context switches (%s) had no sched_switch "
+		"event (", missed, lh_add_sat(seen, missed),
+		lh_share(missed, lh_add_sat(seen, missed), share, sizeof(share)));
+	for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++) {
+		if (!r->gap_cpu[cpu])
+			continue;
+		fprintf(f, "%scpu %u: %" PRIu64, sep, cpu, r->gap_cpu[cpu]);
+		sep = ", ";
+	}
+	fputs(");\nthe waits they hid are counted as losses where the tasks' switch counts show "
+	      "them\n(missed_switch_in, missed_wait, unpaired_no_start).\n", f);
+}
+
 static void print_losses(FILE *f, const struct lh_report *r)
 {
 	const uint64_t *v = r->counters;
@@ -173,8 +227,9 @@ static void print_losses(FILE *f, const struct lh_report *r)
 			fprintf(f, " %8s", lh_share(v[i], events, share, sizeof(share)));
 		else
 			fprintf(f, " %8s", "");
-		fprintf(f, "  %s%s\n", ci->loss ? "LOSS: " : "", ci->desc);
+		fprintf(f, "  %s%s\n", ci->loss ? "LOSS: " : ci->gap ? "KERNEL GAP: " : "", ci->desc);
 	}
+	print_gaps(f, r);
 	if (r->records.on) {
 		uint64_t kib = r->records.ringbuf_bytes / 1024;
 
@@ -193,7 +248,9 @@ static void print_losses(FILE *f, const struct lh_report *r)
 	n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS);
 	if (!n) {
 		fputs("no loss: every paired event is in the histograms", f);
-		fputs(r->records.on ? ", every eligible event has a record\n" : "\n", f);
+		fputs(r->records.on ? ", every eligible event has a record" : "", f);
+		fputs(lh_counters_gaps(v) ? " (the kernel gap above cost no traced event that "
+		      "lathist could tell)\n" : "\n", f);
 		return;
 	}
 	fprintf(f, "WARNING: %" PRIu64 " loss%s counted: ", lh_counters_lost(v),
@@ -276,7 +333,7 @@ void lh_render_text(FILE *f, const struct lh_report *r)
 	if (!r->nhists)
 		fputs("\n(no paired events)\n", f);
 	for (size_t i = 0; i < r->nhists; i++)
-		print_hist(f, &r->hists[i], &r->meta);
+		print_hist(f, &r->hists[i], r);
 	print_counters(f, r);
 	print_losses(f, r);
 	fflush(f);

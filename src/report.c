@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -122,6 +123,30 @@ void lh_report_clear(struct lh_report *r)
 	r->index = NULL;
 	r->index_cap = r->index_n = 0;
 	memset(r->counters, 0, sizeof(r->counters));
+	memset(r->gap_cpu, 0, sizeof(r->gap_cpu));
+	r->gap_ncpus = 0;
+}
+
+const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
+{
+	uint64_t lo = lh_slot_lo((uint32_t)s, m->scheme.precision);
+	uint64_t hi = lh_slot_hi((uint32_t)s, m->scheme.precision);
+
+	if (hi == UINT64_MAX)
+		snprintf(buf, len, "(%" PRIu64 ", inf)", lo);
+	else
+		snprintf(buf, len, "%c%" PRIu64 ", %" PRIu64 "]", s ? '(' : '[', lo, hi);
+	return buf;
+}
+
+uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h)
+{
+	unsigned int scope = LH_SCOPE_EVENTS;
+
+	for (int i = 0; i < r->meta.nkinds; i++)
+		if (!strcmp(r->meta.kinds[i].name, h->name))
+			scope = r->meta.kinds[i].scope;
+	return lh_scope_lost(r->counters, scope);
 }
 
 void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
@@ -280,6 +305,10 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 	}
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
 		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
+	for (uint32_t i = 0; i < src->gap_ncpus; i++)
+		dst->gap_cpu[i] = lh_add_sat(dst->gap_cpu[i], src->gap_cpu[i]);
+	if (src->gap_ncpus > dst->gap_ncpus)
+		dst->gap_ncpus = src->gap_ncpus;
 	lh_report_sort(dst);
 	return 0;
 }

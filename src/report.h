@@ -18,6 +18,7 @@
 #define LH_MAX_ATTACH 8
 #define LH_MAX_FILTERS 8
 #define LH_MAX_MAPS 16
+#define LH_MAX_GAP_CPUS 1024	/* CPUs with their own missed_switch count */
 
 struct lh_attach {
 	const char *tracepoint;	/* "sched_switch" */
@@ -40,6 +41,7 @@ struct lh_map_size {
 struct lh_hist_kind {
 	const char *name;	/* "wakeup" */
 	const char *desc;	/* "wakeup latency: wakeup to switch-in" */
+	unsigned int scope;	/* enum lh_scope: which loss classes may be missing from it */
 };
 
 /* Outputs beyond the histograms a run has: counters shown only with them. */
@@ -114,6 +116,9 @@ struct lh_report {
 	struct lh_hist *hists;
 	size_t nhists, cap;
 	uint64_t counters[LH_NR_COUNTERS];
+	/* runq: missed_switch per CPU (index = CPU number), gap_ncpus of them */
+	uint64_t gap_cpu[LH_MAX_GAP_CPUS];
+	uint32_t gap_ncpus;
 	struct lh_pmu_row *pmu;		/* runq --counters: one row per key and counter */
 	size_t npmu, pmu_cap;
 	/* lh_report_find_hist's open-addressing table: hists[] position + 1 (0 = empty),
@@ -180,6 +185,15 @@ int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS]);
 
 /* The names of every key field, in lh_key_fields order (CSV columns). */
 extern const char *const lh_key_field_names[LH_MAX_KEY_FIELDS];
+
+/* "(lo, hi]" of slot s in meta's unit into buf (len bytes): upper bounds
+ * inclusive (include/hist_slot.h), slot 0 "[0, hi]", the last "(lo, inf)". */
+const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m);
+
+/* The loss classes that may have kept events out of h (a histogram of r): the
+ * L of lh_hist_quantile_bounds(). Losses are counted per run, not per key, so
+ * a per-process or per-thread histogram is bounded by every loss of the run. */
+uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h);
 
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
 void lh_render_text(FILE *f, const struct lh_report *r);

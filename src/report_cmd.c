@@ -369,6 +369,33 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	return 0;
 }
 
+/* loss.missed_switch_per_cpu (runq): added CPU by CPU, by CPU number. */
+static int add_gaps(struct merge *m, json_object *loss)
+{
+	json_object *a, *v;
+	size_t n;
+
+	if (!json_object_object_get_ex(loss, "missed_switch_per_cpu", &a))
+		return 0;
+	if (!json_object_is_type(a, json_type_array) ||
+	    (n = json_object_array_length(a)) > LH_MAX_GAP_CPUS)
+		return bad(m, "loss.missed_switch_per_cpu is not an array of at most %d counts",
+			   LH_MAX_GAP_CPUS);
+	for (size_t i = 0; i < n; i++) {
+		v = json_object_array_get_idx(a, i);
+		errno = 0;
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+			return bad(m, "loss.missed_switch_per_cpu[%zu] is not a whole number from 0 "
+				   "to 2^64-1", i);
+		m->r.gap_cpu[i] = lh_add_sat(m->r.gap_cpu[i], json_object_get_uint64(v));
+		if (errno)
+			return bad(m, "loss.missed_switch_per_cpu[%zu] is past 2^64-1", i);
+	}
+	if (n > m->r.gap_ncpus)
+		m->r.gap_ncpus = (uint32_t)n;
+	return 0;
+}
+
 static int add_doc(struct merge *m, json_object *doc)
 {
 	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss, *attach;
@@ -486,6 +513,9 @@ static int add_doc(struct merge *m, json_object *doc)
 		if (ci->needs)
 			m->r.meta.features |= ci->needs;
 	}
+	err = add_gaps(m, loss);
+	if (err)
+		return err;
 	if (get(doc, "counters", json_type_array))
 		m->pmu_dropped = true;
 	if (get(doc, "records", json_type_object))

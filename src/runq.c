@@ -28,9 +28,9 @@
 #define TOOL "runq"
 
 const struct lh_hist_kind runq_kinds[RUNQ_NR_HISTS] = {
-	{ "wakeup", "wakeup latency (sched_wakeup to switch-in)" },
-	{ "preempt", "preemption wait (switched out while runnable to switch-in)" },
-	{ "oncpu", "on-CPU time (switch-in to switch-out), not a wait" },
+	{ "wakeup", "wakeup latency (sched_wakeup to switch-in)", LH_SCOPE_EVENTS },
+	{ "preempt", "preemption wait (switched out while runnable to switch-in)", LH_SCOPE_EVENTS },
+	{ "oncpu", "on-CPU time (switch-in to switch-out), not a wait", LH_SCOPE_SLICES },
 };
 
 enum {
@@ -176,6 +176,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		switch (opt) {
 		case 'h':
 			printf("%s%s", runq_help, lh_common_help);
+			lh_counters_help(stdout, LH_TOOL_RUNQ);
 			return 1;
 		case 't':
 			err = parse_tid(o, optarg);
@@ -672,6 +673,30 @@ static void skel_destroy(void *skel)
 
 static const struct lh_skel_ops skel_ops = { skel_open, skel_configure, skel_load, skel_destroy };
 
+/*
+ * The classic tracepoint path reaches the task switched in through the
+ * runqueue (current->se.cfs_rq->rq->curr), which needs sched_entity::cfs_rq
+ * (CONFIG_FAIR_GROUP_SCHED): without it the path is left out of auto and
+ * refused when asked for. Returns how many types are left.
+ */
+static int tracepoint_reachable(const struct runq_opts *o, enum lh_attach_mode *types, int n)
+{
+	int kept = 0;
+
+	if (lh_btf_has_member("sched_entity", "cfs_rq"))
+		return n;
+	if (o->c.attach == LH_ATTACH_TRACEPOINT) {
+		fprintf(stderr, "lathist runq: --attach tracepoint: this kernel has no "
+			"sched_entity::cfs_rq (CONFIG_FAIR_GROUP_SCHED), through which that path finds "
+			"the task switched in; use --attach auto (or raw_tp)\n");
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		if (types[i] != LH_ATTACH_TRACEPOINT)
+			types[kept++] = types[i];
+	return kept;
+}
+
 int runq_main(int argc, char **argv)
 {
 	struct runq_opts o;
@@ -691,6 +716,7 @@ int runq_main(int argc, char **argv)
 	x.has_storage = lh_probe_tp_btf_task_storage();
 	ntypes = lh_attach_candidates(TOOL, o.c.attach, x.has_storage, "BPF task storage (5.11+)",
 				      "sched/sched_switch", types);
+	ntypes = tracepoint_reachable(&o, types, ntypes);
 	if (!ntypes)
 		return LH_EXIT_RUNTIME;
 	init_meta(&s, &o);

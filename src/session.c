@@ -202,6 +202,9 @@ static int read_counters(struct lh_session *s, uint32_t buf)
 		goto out;
 	}
 	lh_counters_sum(s->report.counters, pc, s->ncpus);
+	s->report.gap_ncpus = (uint32_t)(s->ncpus < LH_MAX_GAP_CPUS ? s->ncpus : LH_MAX_GAP_CPUS);
+	for (uint32_t cpu = 0; cpu < s->report.gap_ncpus; cpu++)
+		s->report.gap_cpu[cpu] = pc[cpu].v[LH_GAP_MISSED_SWITCH];
 	s->report.counters[LH_LOSS_PROG_MISSED] = misses - s->prog_misses;
 	s->prog_misses = misses;
 	memset(pc, 0, (size_t)s->ncpus * sizeof(*pc));

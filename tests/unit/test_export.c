@@ -10,7 +10,7 @@
 #include <string.h>
 #include "report.h"
 
-static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency" } };
+static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency", LH_SCOPE_EVENTS } };
 
 /* A runq report with one total wakeup histogram holding the given latencies (ns). */
 static void make_report(struct lh_report *r, const uint64_t *ns, size_t n, const struct lh_key *k)
