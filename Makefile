@@ -7,6 +7,7 @@
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
 #   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
 #                 counters_overhead.py)
+#   make bench-compare BASE=REV   runq's hot path against REV's build, interleaved
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG ?= clang
@@ -32,7 +33,7 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h)
 
-.PHONY: all run check deps test-deps unit integration vmlinux bench clean fuzz static
+.PHONY: all run check deps test-deps unit integration vmlinux bench bench-compare clean fuzz static
 all: lathist
 
 deps:
@@ -74,6 +75,7 @@ run: deps
 UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
 WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth \
+	$(OUT)/tests/runq_synth \
 	$(OUT)/tests/runqwork-static $(OUT)/tests/biowork-static
 
 $(OUT)/tests:
@@ -98,6 +100,17 @@ $(OUT)/tests/fakerq.skel.h: $(OUT)/tests/fakerq.bpf.o
 
 $(OUT)/tests/bio_synth: tests/bpf/bio_synth.c $(OUT)/tests/fakerq.skel.h $(OUT)/bio.skel.h
 	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(LIBS) -o $@
+
+# the runq programs against fake tasks and runqueues, with events left out
+$(OUT)/tests/faketask.bpf.o: tests/bpf/faketask.bpf.c | $(OUT)/tests
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/tests/faketask.skel.h: $(OUT)/tests/faketask.bpf.o
+	$(BPFTOOL) gen skeleton $< name faketask_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/tests/runq_synth: tests/bpf/runq_synth.c $(OUT)/tests/faketask.skel.h $(OUT)/runq.skel.h \
+		$(OUT)/counters.o
+	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(OUT)/counters.o $(LIBS) -o $@
 
 # libFuzzer target for lathist report's reader (clang, ASan + UBSan), all sources rebuilt
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -133,6 +146,15 @@ $(OUT)/bench/empty.skel.h: $(OUT)/bench/empty.bpf.o
 
 $(OUT)/bench/empty: bench/empty.c $(OUT)/bench/empty.skel.h
 	$(CC) $(CFLAGS) -I$(OUT)/bench $< $(LIBS) -o $@
+
+# the runq hot path against another revision's build, interleaved (BASE: a git rev)
+BASE ?= HEAD
+bench-compare: deps
+	@scripts/deps.sh bench
+	@$(MAKE) --no-print-directory lathist
+	@rm -rf $(OUT)/base && mkdir -p $(OUT)/base && git archive $(BASE) | tar -x -C $(OUT)/base
+	@$(MAKE) --no-print-directory -C $(OUT)/base lathist >/dev/null
+	$(PYTHON) bench/runq_compare.py $(OUT)/base/lathist
 
 bench: deps
 	@scripts/deps.sh bench

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Runs lathist's runq raw_tp programs with BPF_PROG_TEST_RUN on fake tasks
+ * and runqueues (tests/bpf/faketask.bpf.c) through sequences where the kernel
+ * reports some events and not others, as it does on some machines (no event
+ * while a thread of PID 1 runs) and on any machine when a program run is
+ * skipped. This program plays the kernel: it keeps each task's switch count
+ * and sched_info, each CPU's rq->nr_switches and clock, and calls the
+ * programs only for the events marked seen. After each step it prints one
+ * JSON line: the step's name, every non-zero counter of that step, the step's
+ * paired waits (count, max_ns) from the total histograms, and whether the pid
+ * entry of the step's task is left. The second part runs the same programs as
+ * the classic tracepoint path configures them, with its pid-only wakeup and
+ * -p TP_TGID.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "counters.h"
+#include "counters_user.h"
+#include "faketask.skel.h"
+#include "hist_slot.h"
+#include "runq.h"
+#include "runq.skel.h"
+
+#define NCPUS 2
+#define MS 1000000ULL
+#define TASK_DEAD 0x80
+#define TP_TGID 3000		/* the process the tracepoint part traces (-p) */
+
+struct task {
+	unsigned int idx, pid, tgid;
+	unsigned long long start, nsw, queued, arrival, addr;
+	unsigned int cpu;
+	int running;
+};
+
+static struct runq_bpf *rq;
+static int tp_mode;		/* the tracepoint path's state machine */
+static struct faketask_bpf *ft;
+static int ncpus, ntasks;
+static unsigned long long nr_switches[NCPUS];
+static struct task *curr[NCPUS];
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "runq_synth: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* Run prog with up to 4 u64 arguments on cpu. */
+static void run(struct bpf_program *p, unsigned int cpu, int nargs, unsigned long long a0,
+		unsigned long long a1, unsigned long long a2, unsigned long long a3)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = cpu);
+	unsigned long long args[4] = { a0, a1, a2, a3 };
+
+	o.ctx_in = args;
+	o.ctx_size_in = (unsigned int)(nargs * sizeof(args[0]));
+	if (bpf_prog_test_run_opts(bpf_program__fd(p), &o) || o.retval)
+		die(bpf_program__name(p));
+}
+
+/* Write t's fields into its fake task_struct. */
+static void push(struct task *t)
+{
+	ft->bss->which = t->idx;
+	ft->bss->pid = t->pid;
+	ft->bss->tgid = t->tgid;
+	ft->bss->start_time = t->start;
+	ft->bss->nvcsw = t->nsw;
+	ft->bss->nivcsw = 0;
+	ft->bss->on_cpu = (unsigned int)t->running;
+	ft->bss->last_queued = t->queued;
+	ft->bss->last_arrival = t->arrival;
+	ft->bss->cpu = t->cpu;
+	snprintf(ft->bss->comm, sizeof(ft->bss->comm), "synth%u", t->pid);
+	run(ft->progs.fake_task_set, 0, 1, 0, 0, 0, 0);
+	t->addr = ft->bss->addr;
+}
+
+static void push_rq(unsigned int cpu)
+{
+	ft->bss->which = curr[cpu]->idx;
+	ft->bss->cpu = cpu;
+	ft->bss->nr_switches = nr_switches[cpu];
+	ft->bss->clock = now_ns();
+	run(ft->progs.fake_rq_set, 0, 1, 0, 0, 0, 0);
+}
+
+/* A task with this pid, born at start (CLOCK_MONOTONIC ns), switched nsw times. */
+static struct task *task(unsigned int pid, unsigned long long start, unsigned long long nsw)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	t->idx = (unsigned int)ntasks++;
+	t->pid = pid;
+	t->tgid = tp_mode && pid ? TP_TGID : pid;
+	t->start = start;
+	t->nsw = nsw;
+	push(t);
+	return t;
+}
+
+/* The kernel wakes t (new: sched_wakeup_new); the program sees it when seen. */
+static void wakeup(struct task *t, int new_task, int seen)
+{
+	t->queued = now_ns();
+	push(t);
+	if (seen && tp_mode)	/* a classic tracepoint's record: pid, target CPU */
+		run(rq->progs.runq_wakeup_pid_test, t->cpu, 3, t->pid, t->cpu,
+		    (unsigned long long)new_task, 0);
+	else if (seen)
+		run(new_task ? rq->progs.runq_wakeup_new_raw : rq->progs.runq_wakeup_raw, t->cpu, 1,
+		    t->addr, 0, 0, 0);
+}
+
+/*
+ * The kernel switches cpu from its current task to next, as __schedule()
+ * does: rq->nr_switches and prev's switch count move, rq->curr is next, then
+ * sched_switch (seen or not), then next's sched_info arrival. prev_state:
+ * 0 runnable (preempted when preempt), 1 asleep, TASK_DEAD.
+ */
+static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int prev_state, int seen)
+{
+	struct task *prev = curr[cpu];
+
+	nr_switches[cpu]++;
+	if (prev->pid)
+		prev->nsw++;
+	if (prev->pid && (preempt || !prev_state))
+		prev->queued = now_ns();
+	next->cpu = cpu;
+	curr[cpu] = next;
+	push(prev);
+	push(next);
+	push_rq(cpu);
+	if (seen)
+		run(rq->progs.runq_switch_raw, cpu, 4, (unsigned long long)preempt, prev->addr,
+		    next->addr, prev_state);
+	prev->running = 0;
+	next->running = 1;
+	next->arrival = now_ns();
+	next->queued = 0;
+}
+
+static void task_exit(struct task *t, int seen)
+{
+	push(t);
+	if (seen)
+		run(rq->progs.runq_exit_raw, t->cpu, 1, t->addr, 0, 0, 0);
+}
+
+/* This step's counters and paired waits as one JSON line, with whether the
+ * pid entry of t is left; then zero them. */
+static void report(const char *step, const struct task *t)
+{
+	size_t hsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0), stride = (hsz + 7) & ~7UL;
+	struct lh_counters *pc = calloc((size_t)ncpus, sizeof(*pc));
+	char *vals = calloc((size_t)ncpus, stride);
+	unsigned long long v[LH_NR_COUNTERS] = {}, count = 0, max = 0;
+	unsigned int zero = 0;
+	struct runq_start entry;
+
+	if (!pc || !vals)
+		die("calloc");
+	if (bpf_map_lookup_elem(bpf_map__fd(rq->maps.lathist_counters), &zero, pc))
+		die("counters");
+	for (int c = 0; c < ncpus; c++)
+		for (int i = 0; i < LH_NR_COUNTERS; i++)
+			v[i] += pc[c].v[i];
+	for (unsigned int k = 0; k < RUNQ_NR_HISTS; k++) {	/* buffer 0: index kind - 1 */
+		if (bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_hist), &k, vals))
+			die("runq_hist");
+		for (int c = 0; k < 2 && c < ncpus; c++) {
+			struct lh_hist_head *h = (void *)(vals + (size_t)c * stride);
+			unsigned long long *slots = (void *)(h + 1);
+
+			for (unsigned int s = 0; s < LH_NSLOTS(0); s++)
+				count += slots[s];
+			if (h->max_ns > max)
+				max = h->max_ns;
+		}
+		memset(vals, 0, (size_t)ncpus * stride);
+		bpf_map_update_elem(bpf_map__fd(rq->maps.runq_hist), &k, vals, BPF_ANY);
+	}
+	printf("{\"step\":\"%s%s\",\"entry\":%d", tp_mode ? "tp_" : "", step,
+	       bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid, &entry) == 0);
+	for (int i = 0; i < LH_NR_COUNTERS; i++)
+		if (v[i])
+			printf(",\"%s\":%llu", lh_counter_info(i)->name, v[i]);
+	printf(",\"hist_count\":%llu,\"hist_max_ns\":%llu}\n", count, max);
+	fflush(stdout);
+	memset(pc, 0, (size_t)ncpus * sizeof(*pc));
+	bpf_map_update_elem(bpf_map__fd(rq->maps.lathist_counters), &zero, pc, BPF_ANY);
+	free(pc);
+	free(vals);
+}
+
+/* Load the runq programs as the loader configures the raw_tp path (or, with
+ * tp_mode, the tracepoint path's state machine) with --oncpu. */
+static void load(void)
+{
+	size_t vsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0);
+	struct bpf_program *p;
+
+	rq = runq_bpf__open();
+	if (!rq)
+		die("open runq");
+	bpf_map__set_value_size(rq->maps.runq_hist, vsz);
+	bpf_map__set_value_size(rq->maps.runq_hist_keyed, vsz);
+	bpf_map__set_value_size(rq->maps.lathist_zero_hist, vsz);
+	bpf_map__set_max_entries(rq->maps.runq_hist_keyed, 1);
+	bpf_map__set_max_entries(rq->maps.runq_pmu_keyed, 1);
+	bpf_map__set_max_entries(rq->maps.runq_pid_start, 1024);
+	bpf_map__set_max_entries(rq->maps.runq_cpu_tid, (unsigned int)ncpus);
+	rq->rodata->switch_has_prev_state = true;
+	rq->rodata->oncpu_on = true;
+	rq->rodata->tp_classic = tp_mode;
+	rq->rodata->filter_tgid = tp_mode ? TP_TGID : 0;
+	rq->rodata->pmu_ncpus = (unsigned int)ncpus;
+	/* only raw_tp programs can be test-run */
+	bpf_object__for_each_program(p, rq->obj)
+		bpf_program__set_autoload(p, strstr(bpf_program__name(p), "_raw") != NULL);
+	bpf_program__set_autoload(rq->progs.runq_wakeup_pid_test, tp_mode);
+	if (runq_bpf__load(rq))
+		die("load runq");
+	memset(nr_switches, 0, sizeof(nr_switches));
+	rq->bss->lh_start_ns = now_ns();
+	rq->bss->lh_enabled = true;
+}
+
+/* Each CPU starts on its idle task. */
+static void boot(struct task *idle[NCPUS])
+{
+	for (unsigned int c = 0; c < NCPUS; c++) {
+		idle[c] = task(0, 0, 0);
+		idle[c]->cpu = c;
+		curr[c] = idle[c];
+		push(idle[c]);
+	}
+}
+
+/* Sequences every attach path shares: the raw_tp path's programs. */
+static void raw_steps(void)
+{
+	unsigned long long t0 = rq->bss->lh_start_ns, old = 1;	/* born long before tracing */
+	struct task *idle[NCPUS], *a, *b, *t, *x;
+
+	boot(idle);
+	/* a task born while tracing, woken and switched in: one wait, paired */
+	t = task(2001, t0 + 1, 0);
+	wakeup(t, 1, 1);
+	sw(0, t, 0, 0, 1);
+	report("paired", t);
+
+	/* the issue's false wait: woken (seen), switched in and out with no event,
+	 * woken again unseen, switched in (seen) 5 ms later: never a 5 ms wait */
+	sw(0, idle[0], 0, 1, 1);		/* t sleeps (seen) */
+	wakeup(t, 0, 1);
+	x = task(2002, old, 3);			/* a task whose switches are not traced */
+	sw(0, x, 0, 0, 0);
+	sw(0, t, 1, 0, 0);			/* x -> t: no event */
+	sw(0, x, 0, 1, 0);			/* t -> x, t sleeps: no event */
+	wakeup(t, 0, 0);
+	sleep_ms(5);
+	sw(0, t, 1, 0, 1);			/* x -> t: seen */
+	report("switched_since_start", t);
+
+	/* t sleeps (seen); woken and switched in with no event, its switch-out
+	 * seen: the CPU's switches do not follow on, and its switch count shows
+	 * the wait no event showed */
+	sw(0, x, 0, 1, 1);
+	wakeup(t, 0, 0);
+	sw(0, t, 1, 0, 0);
+	sw(0, idle[0], 0, 1, 1);
+	report("missed_switch_in_and_wait", t);
+
+	/* two switches on CPU 1 with no event between two seen ones, the second
+	 * back to the task the CPU ran: only rq->nr_switches shows them */
+	a = task(2003, t0 + 1, 0);
+	b = task(2004, t0 + 1, 0);
+	wakeup(a, 1, 1);
+	wakeup(b, 1, 1);
+	sw(1, a, 0, 0, 1);
+	sw(1, b, 1, 0, 0);
+	sw(1, a, 1, 0, 0);
+	sw(1, idle[1], 0, 1, 1);
+	report("missed_switches", a);
+
+	/* first sight at a switch-in: queued before tracing began is coverage,
+	 * queued while tracing is a loss */
+	a = task(2005, old, 7);
+	a->queued = t0 - 1000 * MS;
+	push(a);
+	sw(1, a, 0, 0, 1);
+	report("queued_before_trace", a);
+	b = task(2006, old, 9);
+	b->queued = now_ns();
+	push(b);
+	sw(1, b, 1, 0, 1);
+	report("queued_while_tracing", b);
+
+	/* exits with a start whose switch-in no event showed */
+	t = task(2007, t0 + 1, 0);
+	wakeup(t, 1, 1);
+	sw(0, t, 1, 0, 0);
+	task_exit(t, 1);
+	report("exit_with_start", t);
+
+	/* preempted, woken while still queued: the preemption wait goes on */
+	a = task(2008, t0 + 1, 0);
+	wakeup(a, 1, 1);
+	sw(0, a, 1, 0, 1);
+	sw(0, x, 1, 0, 1);			/* a preempted (seen) */
+	wakeup(a, 0, 1);
+	sw(0, a, 1, 0, 1);
+	report("wakeup_while_queued", a);
+
+	/* woken twice with no switch between (the kernel does not do this): the
+	 * later start replaces the earlier one of the same wait */
+	sw(0, x, 0, 1, 1);			/* a sleeps */
+	wakeup(a, 0, 1);
+	wakeup(a, 0, 1);
+	sw(0, a, 1, 0, 1);
+	report("woken_twice", a);
+
+	/* its last switch: the pid entry goes */
+	sw(0, idle[0], 0, TASK_DEAD, 1);
+	report("dead", a);
+}
+
+/* The tracepoint path: a wakeup names its task by pid only. */
+static void tp_steps(void)
+{
+	unsigned long long t0 = rq->bss->lh_start_ns, old = 1;
+	struct task *idle[NCPUS], *a, *x;
+
+	boot(idle);
+	/* a new task: its switch count is 0, known */
+	a = task(3001, t0 + 1, 0);
+	wakeup(a, 1, 1);
+	sw(0, a, 0, 0, 1);
+	report("new_task", a);
+
+	/* its switch-out seen: the count at its next wakeup is known */
+	sw(0, idle[0], 0, 1, 1);
+	wakeup(a, 0, 1);
+	sw(0, a, 0, 0, 1);
+	report("count_known", a);
+
+	/* asleep since before tracing: its last switch-in came before it */
+	x = task(3002, old, 5);
+	x->arrival = t0 - 1000 * MS;
+	push(x);
+	wakeup(x, 0, 1);
+	sw(1, x, 0, 0, 1);
+	report("ran_before_trace", x);
+
+	/* ran while tracing, no switch-out of it seen: nothing checks the start */
+	x = task(3003, old, 5);
+	x->arrival = now_ns();
+	push(x);
+	wakeup(x, 0, 1);
+	sw(1, x, 1, 0, 1);
+	report("unchecked", x);
+
+	/* its switch-out before the wakeup not seen: the count kept is behind */
+	sw(0, idle[0], 0, 1, 0);		/* a sleeps: no event */
+	wakeup(a, 0, 1);
+	sw(0, a, 0, 0, 1);
+	report("count_behind", a);
+
+	/* woken (seen), switched in and out with no event, woken again (seen):
+	 * the first start lost its switch-in; the second cannot be checked */
+	sw(0, idle[0], 0, 1, 1);		/* a sleeps (seen) */
+	wakeup(a, 0, 1);
+	sw(0, a, 0, 0, 0);
+	sw(0, idle[0], 0, 1, 0);
+	wakeup(a, 0, 1);
+	sw(0, a, 0, 0, 1);
+	report("woken_again", a);
+
+	/* -p: a task of another process, woken (its record names no process),
+	 * switched in with no event, exits: nothing of it is counted */
+	x = task(3004, t0 + 1, 0);
+	x->tgid = 3999;
+	push(x);
+	wakeup(x, 1, 1);
+	sw(1, x, 0, 0, 0);
+	task_exit(x, 1);
+	report("other_process_exits", x);
+}
+
+int main(void)
+{
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus < NCPUS) {
+		fprintf(stderr, "runq_synth: needs %d CPUs\n", NCPUS);
+		return 1;
+	}
+	ft = faketask_bpf__open_and_load();
+	if (!ft)
+		die("open faketask");
+	for (tp_mode = 0; tp_mode < 2; tp_mode++) {
+		load();
+		if (tp_mode)
+			tp_steps();
+		else
+			raw_steps();
+		runq_bpf__destroy(rq);
+	}
+	faketask_bpf__destroy(ft);
+	return 0;
+}

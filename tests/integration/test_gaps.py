@@ -1,0 +1,113 @@
+"""Kernel gaps detected, not inferred (README: Loss accounting, Kernel gaps).
+
+1. Deterministic: the runq programs run (BPF_PROG_TEST_RUN) on fake tasks and runqueues
+   through sequences where some of the kernel's events are left out; every counter of every
+   step is asserted (tests/bpf/runq_synth.c plays the kernel).
+2. Live: on this machine, every context switch is either a sched_switch event lathist saw
+   or one it counted as missed_switch, against the kernel's own count of switches
+   (/proc/stat ctxt, the sum of every CPU's rq->nr_switches), read outside and inside
+   lathist's tracing window.
+"""
+import json
+import os
+import subprocess
+import time
+
+from lh import LATHIST, Lathist, RUNQWORK, check
+
+SYNTH = os.path.join(os.path.dirname(RUNQWORK), "runq_synth")
+
+# Every non-zero counter of each step (the rest must be 0). Worked out from each task's
+# switch-ins: each one is paired, filtered, before tracing, or in exactly one loss class.
+EXPECTED = {
+    "paired": dict(events=1, paired=1, starts_wakeup=1, switches=1),
+    # woken (seen), switched in and out unseen, woken unseen, switched in (seen) 5 ms
+    # later: the start lost its switch-in, this switch-in has no start; never a 5 ms wait.
+    # The task the CPU ran unseen is preempted (seen): its switch-in is a missed wait.
+    "switched_since_start": dict(events=1, starts_wakeup=1, starts_preempt=1, slices=1,
+                                 switches=2, missed_switch=3, unpaired_no_start=1,
+                                 missed_switch_in=1, missed_wait=1),
+    "missed_switch_in_and_wait": dict(events=1, paired=1, slices=1, switches=2,
+                                      missed_switch=1, missed_wait=1, slice_unpaired=1),
+    # b and a switched in unseen, back to the task the CPU last ran: rq->nr_switches
+    # shows both; a's slice ran across them (dropped); a's unseen switch-in is a
+    # missed wait (b's is found at its next event)
+    "missed_switches": dict(events=1, paired=1, starts_wakeup=2, switches=2, missed_switch=2,
+                            missed_wait=1, slice_unpaired=1),
+    "queued_before_trace": dict(events=1, unpaired_before_trace=1, switches=1),
+    "queued_while_tracing": dict(events=1, starts_preempt=1, slices=1, switches=1,
+                                 unpaired_no_start=1),
+    "exit_with_start": dict(starts_wakeup=1, missed_switch_in=1),
+    "wakeup_while_queued": dict(events=3, paired=2, starts_wakeup=1, starts_preempt=3,
+                                wakeup_while_queued=1, slices=2, switches=3, missed_switch=1,
+                                unpaired_no_start=1),
+    "woken_twice": dict(events=2, paired=2, starts_wakeup=2, starts_preempt=1, slices=2,
+                        switches=2, overwritten_start=1),
+    "dead": dict(slices=1, switches=1),
+    # the tracepoint path: wakeups carry a pid only
+    "tp_new_task": dict(events=1, paired=1, starts_wakeup=1, switches=1),
+    "tp_count_known": dict(events=1, paired=1, starts_wakeup=1, slices=1, switches=2),
+    "tp_ran_before_trace": dict(events=1, paired=1, starts_wakeup=1, switches=1),
+    "tp_unchecked": dict(events=1, starts_wakeup=1, starts_preempt=1, slices=1, switches=1,
+                         unchecked_start=1),
+    "tp_count_behind": dict(events=1, starts_wakeup=1, switches=1, missed_switch=1,
+                            unchecked_start=1, slice_unpaired=1),
+    "tp_woken_again": dict(events=1, starts_wakeup=2, slices=1, switches=2, missed_switch=2,
+                           missed_switch_in=1, unchecked_start=1),
+    # -p: a wakeup's record names no process, so another process's task gets a start;
+    # its exit counts nothing (it did count its every switch as missed_wait)
+    "tp_other_process_exits": dict(starts_wakeup=1),
+}
+
+
+def test_synthetic_kernel_gaps():
+    """Each new loss class and the gap detector, provoked deterministically."""
+    p = subprocess.run([SYNTH], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"runq_synth: {p.stderr}")
+    steps = {}
+    for line in p.stdout.splitlines():
+        d = json.loads(line)
+        steps[d.pop("step")] = d
+    check(list(steps) == list(EXPECTED), f"steps {list(steps)}")
+    for name, want in EXPECTED.items():
+        got = dict(steps[name])
+        hist_count, hist_max, entry = got.pop("hist_count"), got.pop("hist_max_ns"), got.pop("entry")
+        check(got == want, f"{name}: counters {got}, want {want}")
+        check(hist_count == want.get("paired", 0), f"{name}: {hist_count} waits in the "
+                                                    f"histograms, paired {want.get('paired', 0)}")
+        # the steps' real waits last microseconds; the false one would be >= 5 ms
+        check(hist_max < 5_000_000, f"{name}: a wait of {hist_max} ns was paired")
+        check(entry == (name != "dead"), f"{name}: pid entry left: {entry}")
+
+
+def ctxt():
+    with open("/proc/stat") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("ctxt "))
+
+
+def test_missed_switches_close_with_kernel_count():
+    """switches seen + missed_switch = the kernel's own count of context switches. lathist's
+    window lies inside [before start, after exit] and contains [after 'Tracing', before
+    the signal], so the sum lies between the two ctxt deltas; on every attach path."""
+    for attach in ("tp_btf", "raw_tp", "tracepoint"):
+        outer0 = ctxt()
+        tool = Lathist("runq", "-f", "json", "--attach", attach).start()
+        inner0 = ctxt()
+        work = subprocess.Popen([RUNQWORK, "mix", "1", "2", "1", "400"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        work.stdout.readline()
+        work.stdin.write(b"go\n")
+        work.stdin.flush()
+        work.communicate(timeout=60)
+        inner1 = ctxt()
+        rc, out, err = tool.stop()
+        outer1 = ctxt()
+        check(rc == 0, f"{attach}: rc {rc}: {err}")
+        loss = json.loads(out)["loss"]
+        total = loss["switches"] + loss["missed_switch"]
+        check(inner1 - inner0 <= total <= outer1 - outer0,
+              f"{attach}: {loss['switches']} seen + {loss['missed_switch']} missed = {total}, "
+              f"kernel counted {inner1 - inner0}..{outer1 - outer0}")
+        check(sum(loss["missed_switch_per_cpu"]) == loss["missed_switch"] and
+              len(loss["missed_switch_per_cpu"]) == os.cpu_count(),
+              f"{attach}: per CPU {loss['missed_switch_per_cpu']} vs {loss['missed_switch']}")
