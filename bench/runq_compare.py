@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Hot-path cost of `lathist runq` against a baseline build, interleaved in one run.
+
+  bench/runq_compare.py BASE_LATHIST [ATTACH...]
+
+BASE_LATHIST is another build of lathist (`make bench-compare BASE=<git rev>` builds one
+in build/base and runs this). For each attach type (default: tp_btf raw_tp tracepoint),
+ROUNDS rounds alternate base and current (base first in odd rounds, current first in even
+ones) and measure, for each:
+
+1. Program time: run_time_ns / run_cnt of the sched_switch and sched_wakeup programs
+   (kernel.bpf_stats_enabled=1, which itself adds ~60 ns per run) over
+   `taskset -c 1 perf bench sched pipe -l LOOPS`.
+2. End to end: the same bench with stats off, paired with a baseline run without any
+   tracer right before it: added ns per context switch.
+
+Prints medians and the ratio current / base. Environment: LOOPS (200000), ROUNDS (7).
+Needs root and perf.
+"""
+import os
+import statistics
+import sys
+import time
+
+from benchlib import (LATHIST, LOOPS, ROUNDS, BpfStats, Tracer, ns_per_run, pipe_bench,
+                      prog_runs)
+
+
+def program_time(binary, attach):
+    """ns per run of the switch and wakeup programs of one lathist over one bench."""
+    with BpfStats():
+        with Tracer([binary, "runq", "--attach", attach], "Tracing"):
+            before = prog_runs()
+            pipe_bench()
+            after = prog_runs()
+    return ns_per_run(before, after, "switch"), ns_per_run(before, after, "wakeup")
+
+
+def added_per_switch(binary, attach):
+    """ns added per context switch: a bench with the tracer minus one right before without."""
+    t0, n0 = pipe_bench()
+    with Tracer([binary, "runq", "--attach", attach], "Tracing"):
+        t1, _ = pipe_bench()
+    return (t1 - t0) * 1e9 / n0
+
+
+def main():
+    if os.geteuid() != 0 or len(sys.argv) < 2:
+        sys.exit("usage (as root): bench/runq_compare.py BASE_LATHIST [ATTACH...]")
+    base = os.path.abspath(sys.argv[1])
+    types = sys.argv[2:] or ["tp_btf", "raw_tp", "tracepoint"]
+    builds = {"base": base, "current": LATHIST}
+    print(f"lathist runq hot path, base {base} vs current {LATHIST}, on {os.uname().release}, "
+          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; {ROUNDS} rounds interleaved, "
+          f"taskset -c 1 perf bench sched pipe -l {LOOPS}, medians")
+    print(f"  {'attach':11} {'measure':26} {'base':>9} {'current':>9} {'current/base':>13}")
+    for attach in types:
+        got = {b: {"switch": [], "wakeup": [], "e2e": []} for b in builds}
+        for rnd in range(ROUNDS):
+            order = list(builds) if rnd % 2 == 0 else list(reversed(builds))
+            for b in order:
+                sw, wk = program_time(builds[b], attach)
+                got[b]["switch"].append(sw)
+                got[b]["wakeup"].append(wk)
+            for b in order:
+                got[b]["e2e"].append(added_per_switch(builds[b], attach))
+            print(f"  {attach}: round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
+        for what, label in (("switch", "sched_switch ns/run"), ("wakeup", "sched_wakeup ns/run"),
+                            ("e2e", "added ns/switch (end to end)")):
+            b, c = statistics.median(got["base"][what]), statistics.median(got["current"][what])
+            print(f"  {attach:11} {label:26} {b:9.0f} {c:9.0f} {c / b if b else float('nan'):12.2f}x")
+
+
+if __name__ == "__main__":
+    main()
