@@ -84,13 +84,16 @@ struct {
 	__type(value, __u32);
 } runq_pmu_events SEC(".maps");
 
-/* What each CPU switched to last, and its slice. */
+/* The slice running on each CPU now. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct runq_cpu);
-} runq_cpu SEC(".maps");
+	__type(value, struct runq_slice);
+} runq_slice SEC(".maps");
+
+/* What each CPU switched to last: one cache line per CPU, no map lookup. */
+struct runq_cpu runq_cpus[RUNQ_MAX_CPUS];
 
 /* Counter sums, total and per CPU: index = buf. */
 struct {
@@ -132,10 +135,20 @@ static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 }
 
 /* Switches of t so far (nvcsw + nivcsw): __schedule() counts one before tracing
- * sched_switch, so at a switch-out it includes that one. */
+ * sched_switch, so at a switch-out it includes that one. One probe read for
+ * both where they are neighbours (the offsets are constants after CO-RE). */
 static __always_inline __u64 switch_count(struct task_struct *t, bool btf)
 {
-	return TREAD(btf, t, nvcsw) + TREAD(btf, t, nivcsw);
+	unsigned long v[2];
+
+	if (btf)
+		return t->nvcsw + t->nivcsw;
+	if (bpf_core_field_offset(t->nivcsw) == bpf_core_field_offset(t->nvcsw) + sizeof(long)) {
+		if (bpf_core_read(v, sizeof(v), &t->nvcsw))
+			return 0;
+		return v[0] + v[1];
+	}
+	return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
 }
 
 /* Was t born after tracing began (then every switch of it came while tracing)? */
@@ -147,15 +160,30 @@ static __always_inline bool born_in_trace(struct task_struct *t, bool btf)
 /*
  * This CPU's runqueue, reached from the task leaving the CPU: its
  * sched_entity's cfs_rq (set for every task, whatever its class, with
- * CONFIG_FAIR_GROUP_SCHED), whose rq is the CPU's. NULL without that option.
+ * CONFIG_FAIR_GROUP_SCHED), whose rq is the CPU's for good. tp_btf loads it
+ * directly (a typed pointer); the other paths read it once per CPU with probe
+ * reads and keep it. NULL without that option.
  */
-static __always_inline struct rq *cpu_rq_of(struct task_struct *prev, bool btf)
+static __always_inline struct rq *cpu_rq_of(struct runq_cpu *pc, struct task_struct *prev,
+					    bool btf)
 {
 	if (!bpf_core_field_exists(prev->se.cfs_rq))
 		return NULL;
 	if (btf)
 		return prev->se.cfs_rq->rq;
-	return BPF_CORE_READ(prev, se.cfs_rq, rq);
+	if (!pc->rq)
+		pc->rq = (__u64)BPF_CORE_READ(prev, se.cfs_rq, rq);
+	return (struct rq *)pc->rq;
+}
+
+/* This CPU's entry of runq_cpus; NULL past RUNQ_MAX_CPUS. */
+static __always_inline struct runq_cpu *this_cpu(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	if (cpu >= RUNQ_MAX_CPUS)
+		return NULL;
+	return &runq_cpus[cpu];
 }
 
 static __always_inline bool task_selected(struct task_struct *t, __u32 tid, __u32 tgid)
@@ -418,8 +446,14 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 		bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return 0;
 	}
-	if (!runnable && cont && !tp_classic)	/* going to sleep: its wakeup starts the next wait */
+	if (!runnable && cont) {	/* going to sleep: its wakeup starts the next wait */
+		/* the tracepoint path's wakeups take the count from here */
+		if (tp_classic && (s = pid_start(ptid, false, c))) {
+			s->dep = switch_count(prev, btf);
+			s->flags |= RUNQ_DEP_OK;
+		}
 		return 0;
+	}
 	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, ptid, tgid)) {
 		if (tp_classic && TASK_FILTERS) {	/* its wakeups are filtered by pid */
@@ -535,6 +569,31 @@ static __always_inline bool ran_before_trace(struct task_struct *next, struct rq
 	return arrival && clock >= arrival && clock - arrival > now - lh_start_ns;
 }
 
+/*
+ * next's first switch-in seen since tracing began, with no start: state is
+ * made for it (s, when there is some already) and its switch-ins so far are
+ * the baseline; the wait began before tracing or its start was missed.
+ */
+static __always_inline void first_switch_in(struct task_struct *next, __u32 tid, __u64 nsw,
+					    struct runq_start *s, struct rq *rq, __u64 now,
+					    bool btf, struct lh_counters *c)
+{
+	if (!s)
+		s = start_get(next, tid, btf, true, c);
+	if (s) {
+		account(s, next, nsw, nsw, btf, c);
+		s->acc = nsw + 1;
+	}
+	if (!cpu_selected(bpf_get_smp_processor_id())) {
+		c->v[LH_EV_FILTERED]++;
+		return;
+	}
+	c->v[LH_EV_ENDS]++;
+	/* no state (a failure, counted) tells nothing: a loss */
+	c->v[s && waited_since_before(next, rq, now, btf) ? LH_EV_BEFORE_TRACE :
+							    LH_LOSS_UNPAIRED]++;
+}
+
 /* next gets the CPU: the end of its wait. */
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
 					 const struct next_task *n, struct rq *rq, __u64 now,
@@ -542,7 +601,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 {
 	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu, flags;
 	struct runq_start *s;
-	bool moved, first;
+	bool moved;
 	__u64 ts, delta, nsw;
 
 	if (!tid)
@@ -558,22 +617,20 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
-	s = start_get(next, tid, btf, true, c);
+	s = start_get(next, tid, btf, false, c);
 	nsw = switch_count(next, btf);		/* its switch-ins before this one */
 	if (!now)
 		now = bpf_ktime_get_ns();
-	if (!s) {		/* no state, failure counted */
-		c->v[LH_EV_ENDS]++;
-		c->v[LH_LOSS_UNPAIRED]++;
+	/* nothing of it seen since tracing began (a tracepoint wakeup makes a
+	 * start before the task's state is known: that start decides) */
+	if (!s || (!s->ts && !(s->flags & RUNQ_ACC_OK))) {
+		first_switch_in(next, tid, nsw, s, rq, now, btf, c);
 		return;
 	}
 	ts = s->ts;
 	kind = s->kind;
 	start_cpu = s->cpu;
 	flags = s->flags;
-	/* nothing of it seen since tracing began (a tracepoint wakeup makes a
-	 * start before the task's state is known: that start decides) */
-	first = !ts && !(flags & RUNQ_ACC_OK);
 	/* a start pairs only with the task's next switch-in: the count moved, so
 	 * it was switched in since (a count kept from its last switch-out seen
 	 * cannot tell that from a switch-out not seen before the wakeup) */
@@ -588,11 +645,6 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		return;
 	}
 	c->v[LH_EV_ENDS]++;
-	if (first) {
-		c->v[waited_since_before(next, rq, now, btf) ? LH_EV_BEFORE_TRACE :
-							      LH_LOSS_UNPAIRED]++;
-		return;
-	}
 	if (!ts || (moved && !(flags & RUNQ_NSW_DEP)) ||
 	    (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
 		c->v[LH_LOSS_UNPAIRED]++;
@@ -738,31 +790,43 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 }
 
 /*
- * One sched_switch, from any attach type: prev leaves this CPU, next gets it
- * (prev_state as the tracepoint's argument, or 0/TASK_DEAD from the
- * tracepoint path's record).
+ * The slice of a probe-read path (raw_tp, tracepoint) in a global function:
+ * the verifier checks it once on its own (inlined into a sched_switch
+ * program with 8 counters it went past the 1M-instruction limit). prev is
+ * the task leaving; flags: bit 0 next is selected, bit 1 cont. Returns 0.
+ */
+__noinline int slice_probe(__u64 prev, __u32 ntid, __u32 flags, __u64 now)
+{
+	struct next_task n = { .tid = ntid, .selected = flags & 1 };
+	__u32 buf, zero = 0;
+	struct lh_counters *c = lh_counters(&buf);
+	struct runq_slice *sl = bpf_map_lookup_elem(&runq_slice, &zero);
+
+	if (c && sl)
+		on_slice((struct task_struct *)prev, &n, sl, flags & 2, now, false, c, buf);
+	return 0;
+}
+
+/*
+ * One sched_switch, from any attach type: prev (pid ptid) leaves this CPU,
+ * next (pid ntid) gets it (prev_state as the tracepoint's argument, or
+ * 0/TASK_DEAD from the tracepoint path's record); rq is this CPU's runqueue.
  */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next, unsigned int prev_state,
+				     struct task_struct *next, __u32 ptid, __u32 ntid,
+				     unsigned int prev_state, struct runq_cpu *pc, struct rq *rq,
 				     bool btf)
 {
-	__u32 buf, zero = 0, ptid;
+	__u32 buf, zero = 0;
 	struct lh_counters *c = lh_counters(&buf);
-	struct next_task n = {};
-	struct runq_cpu *pc;
-	struct rq *rq;
+	struct next_task n = { .tid = ntid };
+	struct runq_slice *sl;
 	bool cont;
 	__u64 now;
 
 	if (!c)
 		return 0;
-	pc = bpf_map_lookup_elem(&runq_cpu, &zero);
-	if (!pc)
-		return 0;
-	rq = cpu_rq_of(prev, btf);
-	ptid = TREAD(btf, prev, pid);
-	n.tid = TREAD(btf, next, pid);
-	cont = cpu_continuity(pc, rq, ptid, n.tid, btf, c);
+	cont = cpu_continuity(pc, rq, ptid, ntid, btf, c);
 	now = on_switch_out(preempt, prev, ptid, prev_state, cont, btf, c);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
@@ -771,9 +835,26 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		n.selected = task_selected(next, n.tid, n.tgid);
 	}
 	on_switch_in(prev, next, &n, rq, now, btf, c, buf);
-	if (oncpu_on)	/* on_slice needs now: set above */
-		on_slice(prev, &n, &pc->slice, cont, now, btf, c, buf);
+	if (!oncpu_on)		/* on_slice needs now: set above */
+		return 0;
+	if (!btf)
+		slice_probe((__u64)prev, n.tid, n.selected | (cont << 1), now);
+	else if ((sl = bpf_map_lookup_elem(&runq_slice, &zero)))
+		on_slice(prev, &n, sl, cont, now, btf, c, buf);
 	return 0;
+}
+
+/* The tp_btf and raw_tp adapter: the tasks are arguments. */
+static __always_inline int on_switch_task(bool preempt, struct task_struct *prev,
+					  struct task_struct *next, unsigned int prev_state,
+					  bool btf)
+{
+	struct runq_cpu *pc = this_cpu();
+
+	if (!pc)
+		return 0;
+	return on_switch(preempt, prev, next, TREAD(btf, prev, pid), TREAD(btf, next, pid),
+			 prev_state, pc, cpu_rq_of(pc, prev, btf), btf);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -794,7 +875,7 @@ int runq_switch_btf(u64 *ctx)
 	/* (bool preempt, prev, next[, unsigned int prev_state since 5.18]) */
 	unsigned int prev_state = switch_has_prev_state ? (unsigned int)ctx[3] : 0;
 
-	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2], prev_state, true);
+	return on_switch_task((bool)ctx[0], (void *)ctx[1], (void *)ctx[2], prev_state, true);
 }
 
 SEC("raw_tp/sched_wakeup")
@@ -814,8 +895,8 @@ int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	unsigned int prev_state = switch_has_prev_state ? (unsigned int)ctx->args[3] : 0;
 
-	return on_switch((bool)ctx->args[0], (void *)ctx->args[1], (void *)ctx->args[2],
-			 prev_state, false);
+	return on_switch_task((bool)ctx->args[0], (void *)ctx->args[1], (void *)ctx->args[2],
+			      prev_state, false);
 }
 
 /*
@@ -958,19 +1039,23 @@ int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
 	/* sched_switch fires in __schedule() before the switch: current is prev */
 	struct task_struct *prev = (void *)bpf_get_current_task(), *next;
-	struct rq *rq = cpu_rq_of(prev, false);
 	__u32 cpu = bpf_get_smp_processor_id(), *on;
+	struct runq_cpu *pc = this_cpu();
+	struct rq *rq;
 
 	on = bpf_map_lookup_elem(&runq_cpu_tid, &cpu);
 	if (on)
 		*on = ctx->next_pid;
+	if (!pc)
+		return LH_TP_KEEP;
+	rq = cpu_rq_of(pc, prev, false);
 	next = rq ? BPF_CORE_READ(rq, curr) : NULL;
 	/* the loader checks that rq is reachable; a mismatch would be a kernel
 	 * that sets rq->curr later: nothing is counted rather than guessed */
-	if (!next || BPF_CORE_READ(next, pid) != ctx->next_pid ||
-	    BPF_CORE_READ(prev, pid) != ctx->prev_pid)
+	if (!next || BPF_CORE_READ(next, pid) != ctx->next_pid)
 		return LH_TP_KEEP;
-	on_switch(false, prev, next, tp_prev_state(ctx->prev_state), false);
+	on_switch(false, prev, next, ctx->prev_pid, ctx->next_pid, tp_prev_state(ctx->prev_state),
+		  pc, rq, false);
 	return LH_TP_KEEP;
 }
 
