@@ -160,11 +160,20 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 		for (int i = 0; i < LH_NR_COUNTERS; i++) {
 			const struct lh_counter_info *ci = lh_counter_info(i);
 
-			if (ci->loss != (bool)loss || !(ci->tools & m->tool_bit) ||
+			if (ci->loss != (bool)loss || ci->gap || !(ci->tools & m->tool_bit) ||
 			    (ci->needs & ~m->features))
 				continue;
 			fprintf(f, "%s{class=\"%s\"} %" PRIu64 "\n", name, ci->name, r->counters[i]);
 		}
+	}
+	if (lh_counter_info(LH_GAP_MISSED_SWITCH)->tools & m->tool_bit) {
+		snprintf(name, sizeof(name), "lathist_%s_kernel_gaps_total", m->tool);
+		family(f, strict, name, "counter", NULL,
+		       "What the kernel did with no event, per CPU: missed_switch, context "
+		       "switches with no sched_switch event (their waits are in the losses).");
+		for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++)
+			fprintf(f, "%s{class=\"missed_switch\",cpu=\"%u\"} %" PRIu64 "\n", name, cpu,
+				r->gap_cpu[cpu]);
 	}
 	snprintf(name, sizeof(name), "lathist_%s_duration_seconds", m->tool);
 	family(f, strict, name, "gauge", "seconds", "Time this aggregate covers.");
