@@ -209,6 +209,13 @@ class LoopDevice:
             v = f.read().split()
         return int(v[0]), int(v[4])
 
+    def merges(self):
+        """Read and write merges from /sys/block/NAME/stat: every bio merged into a queued
+        request and every request merged into another (no request of its own completes)."""
+        with open(f"/sys/block/{self.name}/stat") as f:
+            v = f.read().split()
+        return int(v[1]) + int(v[5])
+
     def __exit__(self, *exc):
         subprocess.run(["losetup", "-d", self.dev], capture_output=True)
         try:
