@@ -203,6 +203,10 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uin
 
 	if (!h->count)
 		return NULL;
+	if (!lost) {		/* nothing can move */
+		*all += LH_NR_PERCENTILES;
+		return NULL;
+	}
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
@@ -253,7 +257,7 @@ static json_object *bias_json(const struct lh_report *r)
 		free(reasons[i]);
 	}
 	/* how far the losses could move each histogram's percentiles */
-	for (size_t i = 0; n && i < r->nhists; i++) {
+	for (size_t i = 0; i < r->nhists; i++) {
 		char *why = hist_reason(&r->hists[i], r, &movable, &all);
 
 		if (!why)
