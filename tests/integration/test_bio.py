@@ -205,7 +205,8 @@ def test_partial_completion_and_pointer_reuse():
     """C10, on the real bio programs run with BPF_PROG_TEST_RUN against a fake struct
     request in kernel memory (loop devices never complete a request in chunks): a
     request completed in two chunks counts once with all its bytes; a pointer reused
-    right after completion, or after a merge, never pairs with the old start."""
+    right after completion, or after a merge, never pairs with the old start; one whose
+    completion came with no event is a missed_completion."""
     import os
     exe = os.path.join(os.path.dirname(BIOWORK), "bio_synth")
     p = subprocess.run([exe], capture_output=True, text=True, timeout=60)
@@ -222,6 +223,12 @@ def test_partial_completion_and_pointer_reuse():
     check(s["total_max_ns"] < 50_000_000, f"paired with the old start: max {s['total_max_ns']} ns")
     s = steps["merged_then_unknown_completion"]
     check(s["merged"] == 2 and s["before_trace"] == 1 and s["total_count"] == 3, f"merge {s}")
+    # a completion with no event: the struct's next request counts it as missed_completion,
+    # a loss, and its own time starts at its own creation (never 50 ms)
+    s = steps["completion_not_seen"]
+    check(s["missed_completion"] == 1 and s["overwritten"] == 0 and s["lost"] == 1 and
+          s["total_count"] == 4, f"missed completion {s}")
+    check(s["total_max_ns"] < 50_000_000, f"paired with the old start: max {s['total_max_ns']} ns")
 
 
 def test_full_maps_are_losses():

@@ -8,6 +8,7 @@
    (/proc/stat ctxt, the sum of every CPU's rq->nr_switches), read outside and inside
    lathist's tracing window.
 """
+import glob
 import json
 import os
 import subprocess
@@ -111,3 +112,46 @@ def test_missed_switches_close_with_kernel_count():
         check(sum(loss["missed_switch_per_cpu"]) == loss["missed_switch"] and
               len(loss["missed_switch_per_cpu"]) == os.cpu_count(),
               f"{attach}: per CPU {loss['missed_switch_per_cpu']} vs {loss['missed_switch']}")
+
+
+def pid1_pcounts():
+    """{tid: pcount} of PID 1's threads now (schedstat field 3)."""
+    out = {}
+    for t in glob.glob("/proc/1/task/*"):
+        try:
+            with open(os.path.join(t, "schedstat")) as f:
+                out[int(os.path.basename(t))] = int(f.read().split()[2])
+        except OSError:
+            pass
+    return out
+
+
+def test_pid1_threads_close_within_losses():
+    """-p 1 --per-thread, on every path: PID 1's threads (on this VM kind, the threads no
+    switch-out of which the kernel reports) have no wait counted nowhere. Per thread,
+    lathist's count is at most its schedstat pcount delta over the window around lathist,
+    and its count plus the losses lathist reported covers the delta over the window
+    inside it."""
+    for attach in ("tp_btf", "raw_tp", "tracepoint"):
+        outer0 = pid1_pcounts()
+        tool = Lathist("runq", "-p", "1", "--per-thread", "-f", "json", "--attach", attach).start()
+        inner0 = pid1_pcounts()
+        time.sleep(2)
+        inner1 = pid1_pcounts()
+        rc, out, err = tool.stop()
+        outer1 = pid1_pcounts()
+        check(rc == 0, f"{attach}: rc {rc}: {err}")
+        doc = json.loads(out)
+        counts = {}
+        for h in doc["histograms"]:
+            counts[h["key"]["tid"]] = counts.get(h["key"]["tid"], 0) + h["count"]
+        budget = doc["loss"]["lost"]
+        for tid in inner1:
+            got = counts.get(tid, 0)
+            inner = inner1[tid] - inner0.get(tid, 0)
+            outer = outer1.get(tid, inner1[tid]) - outer0.get(tid, 0)
+            check(got <= outer, f"{attach}: PID 1 thread {tid}: {got} waits, pcount grew {outer}")
+            budget -= max(0, inner - got)
+            check(budget >= 0, f"{attach}: PID 1 thread {tid}: {got} waits, pcount grew "
+                               f"{inner}: more missing than the {doc['loss']['lost']} losses "
+                               f"reported: {doc['loss']}")
