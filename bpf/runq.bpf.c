@@ -269,9 +269,12 @@ static __always_inline void account(struct runq_start *s, struct task_struct *t,
 	}
 	if (n > s->acc)
 		unseen = n - s->acc;
-	unseen = unseen > s->dropped ? unseen - s->dropped : 0;
-	c->v[LH_LOSS_MISSED_WAIT] += unseen;
 	s->acc = n;
+	if (!unseen && !s->dropped)	/* the common case: nothing unseen */
+		return;
+	unseen = unseen > s->dropped ? unseen - s->dropped : 0;
+	if (unseen)
+		c->v[LH_LOSS_MISSED_WAIT] += unseen;
 	s->dropped = 0;
 }
 
@@ -405,14 +408,16 @@ static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, _
 					   __u32 ntid, bool btf, struct lh_counters *c)
 {
 	__u64 nr = rq ? TREAD(btf, rq, nr_switches) : 0, missed = 0;
-	bool known = pc->known;
 
 	c->v[LH_EV_SWITCHES]++;
-	if (known && nr && pc->nr_switches && nr > pc->nr_switches)
-		missed = nr - pc->nr_switches - 1;
-	if (known && !missed && ptid != pc->tid)
-		missed = 1;
-	c->v[LH_GAP_MISSED_SWITCH] += missed;
+	if (pc->known) {
+		if (nr && pc->nr_switches && nr > pc->nr_switches)
+			missed = nr - pc->nr_switches - 1;
+		if (!missed && ptid != pc->tid)
+			missed = 1;
+		if (missed)
+			c->v[LH_GAP_MISSED_SWITCH] += missed;
+	}
 	pc->nr_switches = nr;
 	pc->tid = ntid;
 	pc->known = 1;
