@@ -575,6 +575,26 @@ static __always_inline bool ran_before_trace(struct task_struct *next, struct rq
 }
 
 /*
+ * Account next's switch-ins up to and with this one (s may be NULL: no
+ * state); then whether this end counts: not when it is on a CPU --cpus
+ * leaves out (filtered).
+ */
+static __always_inline bool end_counts(struct runq_start *s, struct task_struct *next, __u64 nsw,
+				       bool btf, struct lh_counters *c)
+{
+	if (s) {
+		account(s, next, nsw, nsw, btf, c);
+		s->acc = nsw + 1;
+	}
+	if (!cpu_selected(bpf_get_smp_processor_id())) {
+		c->v[LH_EV_FILTERED]++;
+		return false;
+	}
+	c->v[LH_EV_ENDS]++;
+	return true;
+}
+
+/*
  * next's first switch-in seen since tracing began, with no start: state is
  * made for it (s, when there is some already) and its switch-ins so far are
  * the baseline; the wait began before tracing or its start was missed.
@@ -585,15 +605,8 @@ static __always_inline void first_switch_in(struct task_struct *next, __u32 tid,
 {
 	if (!s)
 		s = start_get(next, tid, btf, true, c);
-	if (s) {
-		account(s, next, nsw, nsw, btf, c);
-		s->acc = nsw + 1;
-	}
-	if (!cpu_selected(bpf_get_smp_processor_id())) {
-		c->v[LH_EV_FILTERED]++;
+	if (!end_counts(s, next, nsw, btf, c))
 		return;
-	}
-	c->v[LH_EV_ENDS]++;
 	/* no state (a failure, counted) tells nothing: a loss */
 	c->v[s && waited_since_before(next, rq, now, btf) ? LH_EV_BEFORE_TRACE :
 							    LH_LOSS_UNPAIRED]++;
@@ -643,13 +656,8 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	if (moved && !(flags & RUNQ_NSW_DEP))
 		start_drop(s, c);
 	s->ts = 0;
-	account(s, next, nsw, nsw, btf, c);
-	s->acc = nsw + 1;
-	if (!cpu_selected(bpf_get_smp_processor_id())) {
-		c->v[LH_EV_FILTERED]++;
+	if (!end_counts(s, next, nsw, btf, c))
 		return;
-	}
-	c->v[LH_EV_ENDS]++;
 	if (!ts || (moved && !(flags & RUNQ_NSW_DEP)) ||
 	    (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
 		c->v[LH_LOSS_UNPAIRED]++;

@@ -87,29 +87,31 @@ const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len)
 	return buf;
 }
 
-uint64_t lh_scope_lost(const uint64_t v[LH_NR_COUNTERS], unsigned int scope)
-{
-	uint64_t lost = 0;
-
-	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if (infos[i].loss && (infos[i].scope & scope))
-			lost = lh_add_sat(lost, v[i]);
-	return lost;
-}
-
-uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS])
-{
-	return lh_scope_lost(v, LH_SCOPE_EVENTS | LH_SCOPE_SLICES);
-}
-
-uint64_t lh_counters_gaps(const uint64_t v[LH_NR_COUNTERS])
+/* Sum of the counters whose info has the flag (loss or gap) set, and for
+ * losses a scope in mask (0: any scope). */
+static uint64_t sum_of(const uint64_t v[LH_NR_COUNTERS], bool gap, unsigned int mask)
 {
 	uint64_t n = 0;
 
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if (infos[i].gap)
+		if ((gap ? infos[i].gap : infos[i].loss) && (!mask || (infos[i].scope & mask)))
 			n = lh_add_sat(n, v[i]);
 	return n;
+}
+
+uint64_t lh_scope_lost(const uint64_t v[LH_NR_COUNTERS], unsigned int scope)
+{
+	return scope ? sum_of(v, false, scope) : 0;
+}
+
+uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS])
+{
+	return sum_of(v, false, LH_SCOPE_EVENTS | LH_SCOPE_SLICES);
+}
+
+uint64_t lh_counters_gaps(const uint64_t v[LH_NR_COUNTERS])
+{
+	return sum_of(v, true, 0);
 }
 
 uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS])
@@ -119,12 +121,7 @@ uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS])
 
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS])
 {
-	uint64_t lost = 0;
-
-	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if (infos[i].loss)
-			lost = lh_add_sat(lost, v[i]);
-	return lost;
+	return sum_of(v, false, 0);
 }
 
 size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t max)
