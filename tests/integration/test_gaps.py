@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import subprocess
+import tempfile
 import time
 
 from lh import LATHIST, Lathist, RUNQWORK, check
@@ -155,3 +156,65 @@ def test_pid1_threads_close_within_losses():
             check(budget >= 0, f"{attach}: PID 1 thread {tid}: {got} waits, pcount grew "
                                f"{inner}: more missing than the {doc['loss']['lost']} losses "
                                f"reported: {doc['loss']}")
+
+
+def bounds(h, permille, lost):
+    """(low, high) slot lo_ns of the percentile with `lost` events below all / above all, from
+    the histogram's slots: the documented rule, recomputed here (high None: unbounded)."""
+    rank = -(-(h["count"] + lost) * permille // 1000)
+    slots = sorted(h["slots"], key=lambda s: s["lo_ns"])
+    cum, low, high = lost, 0, None	# below: the lost come first (in slot 0)
+    for s in slots:
+        if cum >= rank:
+            break
+        cum += s["count"]
+        low = s["lo_ns"]
+    cum = 0
+    for s in slots:
+        cum += s["count"]
+        if cum >= rank:
+            high = s["lo_ns"]
+            break
+    return low, high
+
+
+def test_quiet_run_says_what_it_could_not_see():
+    """A quiet `runq -d 2` says `no loss`, or names each loss class and how far the losses
+    could move each percentile; a kernel gap gets its own line with the same numbers as
+    JSON. The JSON bounds match the rule recomputed from the slots (README: Kernel gaps),
+    and the text (through `lathist report`) prints them."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "quiet.json")
+        p = subprocess.run([LATHIST, "runq", "-d", "2", "-f", "json", "-o", path],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, p.stderr)
+        with open(path) as f:
+            doc = json.load(f)
+        p = subprocess.run([LATHIST, "report", path], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, p.stderr)
+        text = p.stdout
+    loss = doc["loss"]
+    lost = loss["lost"]
+    check((lost == 0) == ("no loss" in text) and (lost > 0) == ("WARNING" in text),
+          f"lost {lost} but the text says:\n{text[-600:]}")
+    for h in doc["histograms"]:
+        check(h["lost"] == lost, f"{h['name']}: lost {h['lost']}, the run lost {lost} "
+                                 f"(every class here may hold a wait)")
+        check(h["max_ns_high"] == (h["max_ns"] if not lost else None), f"max bound {h}")
+        for name, q in (("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)):
+            pc = h["percentiles"][name]
+            low, high = bounds(h, q, lost)
+            check(pc["low"]["lo_ns"] == low and
+                  (pc["high"] and pc["high"]["lo_ns"]) == high,
+                  f"{h['name']} {name}: {pc} vs recomputed low {low} high {high}")
+            if lost:
+                line = next((l for l in text.splitlines() if l.strip().startswith(name + " ")), "")
+                check(f"{lost} lost" in line, f"{name}: no bound in the text: {line!r}")
+    gap = loss["missed_switch"]
+    line = next((l for l in text.splitlines() if l.startswith("KERNEL GAP:")), None)
+    check((gap > 0) == (line is not None), f"missed_switch {gap}, text line {line!r}")
+    if gap:
+        check(line.startswith(f"KERNEL GAP: {gap} of {gap + loss['switches']} context switches"),
+              f"gap line {line!r} vs {gap} missed of {loss['switches']} seen")
+        for cpu, n in enumerate(loss["missed_switch_per_cpu"]):
+            check((f"cpu {cpu}: {n}" in line) == (n > 0), f"cpu {cpu}: {n} vs {line!r}")

@@ -133,6 +133,61 @@ static void test_quantile_exact_ranks(void **state)
 	lh_hist_free(&h);
 }
 
+/*
+ * Percentile bounds under L lost events (DESIGN "Kernel gaps"): 100 events, 50 in
+ * slot 3, 49 in slot 5, 1 in slot 10. All L below: the rank ceil((100 + L) q) counts
+ * the L first; all L above: the L come after slot 10 (the unbounded last slot).
+ */
+static void test_quantile_bounds(void **state)
+{
+	struct lh_scheme sc = { 0, 1000 };
+	struct lh_hist h;
+	int lo, hi;
+	(void)state;
+	assert_int_equal(lh_hist_init(&h, "wakeup", NULL, &sc), 0);
+	assert_int_equal(lh_hist_quantile_bounds(&h, 500, 3, &lo, &hi), -EINVAL);	/* empty */
+	h.slots[3] = 50;
+	h.slots[5] = 49;
+	h.slots[10] = 1;
+	h.count = 100;
+	/* no loss: both bounds are the percentile itself */
+	for (unsigned int q = 1; q <= 1000; q++) {
+		assert_int_equal(lh_hist_quantile_bounds(&h, q, 0, &lo, &hi), 0);
+		assert_int_equal(lo, lh_hist_quantile_slot(&h, q));
+		assert_int_equal(hi, lo);
+	}
+	/* 2 lost: p50 rank 51; below: 2 + 50 in slots 0..3 reach it, slot 3; above: 50 < 51,
+	 * slot 5. p90 rank 92: below slot 5 (52 + 49), above slot 5: cannot move */
+	assert_int_equal(lh_hist_quantile_bounds(&h, 500, 2, &lo, &hi), 0);
+	assert_int_equal(lo, 3);
+	assert_int_equal(hi, 5);
+	assert_int_equal(lh_hist_quantile_bounds(&h, 900, 2, &lo, &hi), 0);
+	assert_int_equal(lo, 5);
+	assert_int_equal(hi, 5);
+	/* p99.9 rank ceil(102 x 0.999) = 102: above, past all 100 seen: the last slot */
+	assert_int_equal(lh_hist_quantile_bounds(&h, 999, 2, &lo, &hi), 0);
+	assert_int_equal(lo, 10);
+	assert_int_equal(hi, (int)h.nslots - 1);
+	/* 200 lost: p50 rank 150 is among them either way: slot 0 .. the last slot */
+	assert_int_equal(lh_hist_quantile_bounds(&h, 500, 200, &lo, &hi), 0);
+	assert_int_equal(lo, 0);
+	assert_int_equal(hi, (int)h.nslots - 1);
+	/* the bounds always hold the percentile between them, whatever L */
+	for (uint64_t lost = 0; lost < 300; lost += 7)
+		for (unsigned int q = 1; q <= 1000; q += 13) {
+			int s = lh_hist_quantile_slot(&h, q);
+
+			assert_int_equal(lh_hist_quantile_bounds(&h, q, lost, &lo, &hi), 0);
+			assert_true(lo <= s && s <= hi);
+		}
+	/* counts near 2^64 do not overflow the rank */
+	h.slots[3] = UINT64_MAX - 100;
+	h.count = UINT64_MAX - 50;
+	assert_int_equal(lh_hist_quantile_bounds(&h, 1000, UINT64_MAX, &lo, &hi), 0);
+	assert_int_equal(hi, (int)h.nslots - 1);
+	lh_hist_free(&h);
+}
+
 /* Build one CPU's BPF value: head then nslots counters. */
 static void *raw_value(uint32_t nslots, uint64_t sum, uint64_t max, const char *comm)
 {
@@ -247,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_runqlat_compatible),
 		cmocka_unit_test(test_quantile),
 		cmocka_unit_test(test_quantile_exact_ranks),
+		cmocka_unit_test(test_quantile_bounds),
 		cmocka_unit_test(test_percpu_merge),
 		cmocka_unit_test(test_counts_beyond_2_32),
 		cmocka_unit_test(test_merge_mismatch),
