@@ -43,6 +43,8 @@ const volatile __u32 pmu_n;		/* counters, 0..LH_MAX_PMU */
 const volatile __u32 pmu_ncpus;		/* runq_pmu_events index = counter * pmu_ncpus + cpu */
 /* Classic tracepoint variant: wakeups carry a pid, not the task. */
 const volatile bool tp_classic;
+/* tp_btf: the state is in task storage (for the end-of-run sweep) */
+const volatile bool use_task_storage;
 
 /* total and per-CPU: index = (kind - 1) + RUNQ_NR_HISTS * buf */
 struct {
@@ -95,6 +97,14 @@ struct {
 /* What each CPU switched to last: one cache line per CPU, no map lookup. */
 struct runq_cpu runq_cpus[RUNQ_MAX_CPUS];
 
+/* The same for CPUs numbered RUNQ_MAX_CPUS and up (a map lookup each switch). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct runq_cpu);
+} runq_cpu_high SEC(".maps");
+
 /* Counter sums, total and per CPU: index = buf. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -111,15 +121,6 @@ struct {
 	__type(key, struct runq_hist_key);
 	__type(value, struct lh_pmu_val);
 } runq_pmu_keyed SEC(".maps");
-
-/* The pid each CPU runs, from its last sched_switch (tracepoint path only: a
- * wakeup of the task its CPU runs starts no wait); entries = possible CPUs. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} runq_cpu_tid SEC(".maps");
 
 enum { SEL_UNKNOWN, SEL_YES, SEL_NO };
 
@@ -176,13 +177,13 @@ static __always_inline struct rq *cpu_rq_of(struct runq_cpu *pc, struct task_str
 	return (struct rq *)pc->rq;
 }
 
-/* This CPU's entry of runq_cpus; NULL past RUNQ_MAX_CPUS. */
+/* This CPU's entry of runq_cpus (runq_cpu_high past RUNQ_MAX_CPUS). */
 static __always_inline struct runq_cpu *this_cpu(void)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
 
 	if (cpu >= RUNQ_MAX_CPUS)
-		return NULL;
+		return bpf_map_lookup_elem(&runq_cpu_high, &zero);
 	return &runq_cpus[cpu];
 }
 
@@ -218,9 +219,11 @@ static __always_inline struct runq_start *pid_start(__u32 tid, bool create, stru
 
 /*
  * The task's pairing state; created when create is set. NULL when there is
- * none or it could not be created (counted). A pid entry left by an earlier
- * task with the same pid (its exit was missed) is emptied and counted; a
- * tracepoint wakeup makes entries whose task is not known yet (birth 0).
+ * none or it could not be created (counted). A pid entry left by another task
+ * with the same pid (its exit was missed; or an exec from a thread, which
+ * gives it the leader's pid and start time: fs/exec.c de_thread()) is emptied
+ * and counted; a tracepoint wakeup makes entries whose task is not known yet
+ * (birth 0).
  */
 static __always_inline struct runq_start *start_get(struct task_struct *t, __u32 tid,
 						    bool btf, bool create,
@@ -240,14 +243,41 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 	s = pid_start(tid, create, c);
 	if (!s)
 		return NULL;
-	if (s->birth_ns && s->birth_ns != birth) {
+	if ((s->birth_ns && s->birth_ns != birth) || (s->task && s->task != (__u64)t)) {
 		/* never pair across tasks */
+		bool taken = s->birth_ns == birth;
+
 		if (s->ts)
 			c->v[LH_LOSS_STALE]++;
 		__builtin_memset(s, 0, sizeof(*s));
+		if (taken)
+			s->flags = RUNQ_TAKEN_OVER;
 	}
 	s->birth_ns = birth;
+	s->task = (__u64)t;
 	return s;
+}
+
+/* A sweep's view of t's state, made when create: its task storage on tp_btf,
+ * its pid entry (of this very task) on the others. A failure is not counted:
+ * no event was lost. */
+static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u32 tid,
+						      bool create, struct lh_counters *c)
+{
+	struct runq_start *s, init = {};
+
+	if (use_task_storage)
+		return bpf_task_storage_get(&runq_task_start, t, 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
+	if (s && s->task && s->task != (__u64)t)
+		return NULL;
+	if (s || !create)
+		return s;
+	init.birth_ns = BPF_CORE_READ(t, start_time);
+	init.task = (__u64)t;
+	bpf_map_update_elem(&runq_pid_start, &tid, &init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&runq_pid_start, &tid);
 }
 
 /*
@@ -263,9 +293,13 @@ static __always_inline void account(struct runq_start *s, struct task_struct *t,
 {
 	__u64 unseen = 0;
 
+	s->flags |= RUNQ_SEEN;
 	if (!(s->flags & RUNQ_ACC_OK)) {
 		s->flags |= RUNQ_ACC_OK;
-		s->acc = born_in_trace(t, btf) ? 0 : base;
+		/* under --cgroup a task may have joined since its birth; a pid taken
+		 * over from another task came with that task's start time */
+		s->acc = born_in_trace(t, btf) && !filter_cgroup_id &&
+			 !(s->flags & RUNQ_TAKEN_OVER) ? 0 : base;
 	}
 	if (n > s->acc)
 		unseen = n - s->acc;
@@ -540,8 +574,9 @@ struct next_task {
 /*
  * Did next's wait begin before tracing? Its sched_info.last_queued is when it
  * was queued (rq clock, CONFIG_SCHED_INFO; reset by a migration, so a wait can
- * look younger, never older): its age is the runqueue clock now minus that.
- * Without those fields, only a task born before tracing may have waited since.
+ * look younger, never older; 0 after a preemption in a sleep state, which
+ * tells nothing: no): its age is the runqueue clock now minus that. Without
+ * those fields, only a task born before tracing may have waited since.
  */
 static __always_inline bool waited_since_before(struct task_struct *next, struct rq *rq,
 						__u64 now, bool btf)
@@ -549,10 +584,10 @@ static __always_inline bool waited_since_before(struct task_struct *next, struct
 	__u64 queued, clock;
 
 	if (rq && bpf_core_field_exists(next->sched_info.last_queued)) {
+		/* 0: not stamped (queued by a preemption in a sleep state): unknown */
 		queued = TREAD(btf, next, sched_info.last_queued);
 		clock = TREAD(btf, rq, clock);
-		if (queued && clock >= queued)
-			return clock - queued > now - lh_start_ns;
+		return queued && clock >= queued && clock - queued > now - lh_start_ns;
 	}
 	return !born_in_trace(next, btf);
 }
@@ -560,14 +595,18 @@ static __always_inline bool waited_since_before(struct task_struct *next, struct
 /*
  * Was next last switched in before tracing began (sched_info.last_arrival, rq
  * clock, CONFIG_SCHED_INFO)? Then no switch-in of it came while tracing,
- * before this one. False when that cannot be read.
+ * before this one. last_arrival is trusted only when pcount equals the switch
+ * count nsw: sched_info_arrive() updates neither after a preemption in a
+ * sleep state. False when that cannot be read.
  */
 static __always_inline bool ran_before_trace(struct task_struct *next, struct rq *rq,
-					     __u64 now, bool btf)
+					     __u64 nsw, __u64 now, bool btf)
 {
 	__u64 arrival, clock;
 
 	if (!rq || !bpf_core_field_exists(next->sched_info.last_arrival))
+		return false;
+	if (TREAD(btf, next, sched_info.pcount) != nsw)
 		return false;
 	arrival = TREAD(btf, next, sched_info.last_arrival);
 	clock = TREAD(btf, rq, clock);
@@ -625,11 +664,15 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	if (!tid)
 		return;
 	if (!n->selected) {
-		if (tp_classic) {	/* a start its pid-only wakeup made */
-			s = pid_start(tid, false, c);
+		/* a task with state left --cgroup, or got a start from a pid-only
+		 * wakeup (tracepoint): this switch-in is filtered, not unseen */
+		if (filter_cgroup_id || tp_classic) {
+			s = start_get(next, tid, btf, false, c);
 			if (s) {
 				s->ts = 0;
 				s->sel = SEL_NO;
+				s->acc = switch_count(next, btf) + 1;
+				s->dropped = 0;
 			}
 		}
 		c->v[LH_EV_FILTERED]++;
@@ -639,9 +682,9 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	nsw = switch_count(next, btf);		/* its switch-ins before this one */
 	if (!now)
 		now = bpf_ktime_get_ns();
-	/* nothing of it seen since tracing began (a tracepoint wakeup makes a
+	/* no event of it seen since tracing began (a tracepoint wakeup makes a
 	 * start before the task's state is known: that start decides) */
-	if (!s || (!s->ts && !(s->flags & RUNQ_ACC_OK))) {
+	if (!s || (!s->ts && !(s->flags & RUNQ_SEEN))) {
 		first_switch_in(next, tid, nsw, s, rq, now, btf, c);
 		return;
 	}
@@ -663,7 +706,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		c->v[LH_LOSS_UNPAIRED]++;
 		return;
 	}
-	if (moved || (!(flags & RUNQ_NSW_OK) && !ran_before_trace(next, rq, now, btf))) {
+	if (moved || (!(flags & RUNQ_NSW_OK) && !ran_before_trace(next, rq, nsw, now, btf))) {
 		/* tracepoint: woken with its switch count unknown (or kept from a
 		 * switch-out seen before one that was not), and nothing shows that
 		 * it was not switched since the wakeup */
@@ -719,9 +762,9 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 				     struct lh_counters *c, __u32 buf)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), ptid, ntid = n->tid, tgid, bad = 0;
-	struct bpf_perf_event_value cur[LH_MAX_PMU];
+	struct bpf_perf_event_value cur;
 	struct lh_pmu_val *pv = NULL;
-	bool end, start;
+	bool end, start, missing = false;
 	__u64 delta = 0;
 	int i;
 
@@ -734,19 +777,6 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 		sl->tid = 0;
 		return;
 	}
-	#pragma unroll
-	for (i = 0; i < LH_MAX_PMU; i++) {
-		long err;
-
-		if (i >= pmu_n)
-			break;
-		err = bpf_perf_event_read_value(&runq_pmu_events, i * pmu_ncpus + cpu, &cur[i],
-						sizeof(cur[i]));
-		if (err) {
-			count_pmu_err(c, err);
-			bad |= 1U << i;
-		}
-	}
 	if (end && lh_delta(c, sl->ts, now, &delta)) {
 		ptid = TREAD(btf, prev, pid);
 		tgid = TREAD(btf, prev, tgid);
@@ -758,33 +788,45 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 		}
 	}
 	if (pv) {
-		bool missing = false;
-
 		if (group == RUNQ_GROUP_THREAD || group == RUNQ_GROUP_PROCESS)
 			key_comm(pv->comm, prev);
 		pv->slices++;
 		pv->oncpu_ns += delta;
-		#pragma unroll
-		for (i = 0; i < LH_MAX_PMU; i++) {
-			__u64 en, run;
+	}
+	/* one counter at a time (one value on the stack, not 8: the tracepoint
+	 * program's stack with its global slice function stays under 512 bytes):
+	 * its delta over the ending slice, then its value at the starting one */
+	#pragma unroll
+	for (i = 0; i < LH_MAX_PMU; i++) {
+		long err;
 
-			if (i >= pmu_n)
-				break;
-			if ((bad | sl->bad) & (1U << i)) {
-				missing = true;
-				continue;
-			}
-			en = cur[i].enabled - sl->v[i].enabled;
-			run = cur[i].running - sl->v[i].running;
-			pv->c[i].raw += cur[i].counter - sl->v[i].counter;
+		if (i >= pmu_n)
+			break;
+		err = bpf_perf_event_read_value(&runq_pmu_events, i * pmu_ncpus + cpu, &cur,
+						sizeof(cur));
+		if (err) {
+			count_pmu_err(c, err);
+			bad |= 1U << i;
+		}
+		if (pv && (err || (sl->bad & (1U << i)))) {
+			missing = true;
+		} else if (pv) {
+			__u64 en = cur.enabled - sl->v[i].enabled, run = cur.running - sl->v[i].running;
+
+			pv->c[i].raw += cur.counter - sl->v[i].counter;
 			pv->c[i].enabled += en;
 			pv->c[i].running += run;
 			if (run < en)
 				pv->c[i].multiplexed++;
 		}
-		if (missing)
-			pv->read_failed++;
+		if (start) {
+			sl->v[i].counter = cur.counter;
+			sl->v[i].enabled = cur.enabled;
+			sl->v[i].running = cur.running;
+		}
 	}
+	if (missing)
+		pv->read_failed++;
 	if (!start) {
 		sl->tid = 0;
 		return;
@@ -792,14 +834,6 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 	sl->tid = ntid;
 	sl->ts = now;
 	sl->bad = bad;
-	#pragma unroll
-	for (i = 0; i < LH_MAX_PMU; i++) {
-		if (i >= pmu_n)
-			break;
-		sl->v[i].counter = cur[i].counter;
-		sl->v[i].enabled = cur[i].enabled;
-		sl->v[i].running = cur[i].running;
-	}
 }
 
 /*
@@ -953,6 +987,70 @@ int BPF_PROG(runq_exit_raw, struct task_struct *p)
 }
 
 /*
+ * The sweeps: task iterators the loader runs with the programs running, once
+ * just after tracing begins and once just before its last read. A task's
+ * switch-ins so far are its switch count, plus one while it runs (on_cpu is
+ * set only after sched_switch's tracepoint, so a switch-in being traced now is
+ * not counted twice).
+ *
+ * The first gives every traced task a baseline (acc), not marked seen, so
+ * that the switch-ins of a task none of whose events is ever seen (PID 1's
+ * threads on some VMs) are still counted. On the pid-keyed paths it does so
+ * only under -p, -t or --cgroup: the map (--max-tasks) is not filled with
+ * every task of the system.
+ */
+SEC("iter/task")
+int runq_sweep_start(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct runq_start *s;
+	__u32 tid, buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c || !t)
+		return 0;
+	if (!use_task_storage && !TASK_FILTERS && !filter_tid)
+		return 0;
+	tid = BPF_CORE_READ(t, pid);
+	if (!tid || !task_selected(t, tid, BPF_CORE_READ(t, tgid)))
+		return 0;
+	s = sweep_state(t, tid, true, c);
+	if (s && !(s->flags & RUNQ_ACC_OK)) {
+		s->acc = switch_count(t, false) + (task_on_cpu(t, false) ? 1 : 0);
+		s->flags |= RUNQ_ACC_OK;
+	}
+	return 0;
+}
+
+/*
+ * The second: every task's switch-ins that its count shows beyond what was
+ * accounted are waits no event showed (else a task whose switch-outs are not
+ * reported keeps its last unseen waits until an event of it that never
+ * comes). A start pending is left alone: a wait in flight.
+ */
+SEC("iter/task")
+int runq_sweep_end(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct runq_start *s;
+	__u32 tid, buf;
+	struct lh_counters *c = lh_counters(&buf);
+	__u64 n;
+
+	if (!c || !t)
+		return 0;
+	tid = BPF_CORE_READ(t, pid);
+	if (!tid || !task_selected(t, tid, BPF_CORE_READ(t, tgid)))
+		return 0;
+	s = sweep_state(t, tid, false, c);
+	if (!s || !(s->flags & RUNQ_ACC_OK))
+		return 0;
+	n = switch_count(t, false) + (task_on_cpu(t, false) ? 1 : 0);
+	account(s, t, n, n, false, c);
+	return 0;
+}
+
+/*
  * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
  *
  * Their records carry pids and comms, not task pointers. The switch and the
@@ -964,7 +1062,7 @@ int BPF_PROG(runq_exit_raw, struct task_struct *p)
  *   until one is seen, the wait pairs only if the task's last switch-in came
  *   before tracing (sched_info.last_arrival), else it is unchecked_start;
  * - -p and --cgroup use what the task's last switch showed (runq_start.sel);
- * - a wakeup of the task its CPU runs (runq_cpu_tid) starts no wait.
+ * - a wakeup of the task its CPU runs (that CPU's rq->curr) starts no wait.
  * A pid entry is deleted at its task's last switch (see on_exit()).
  */
 
@@ -985,7 +1083,9 @@ static __always_inline unsigned int tp_prev_state(long prev_state)
 static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu, bool new_task)
 {
 	struct runq_start *s;
-	__u32 *on, buf;
+	struct runq_cpu *on;
+	struct rq *rq;
+	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c || !tid)
@@ -994,8 +1094,11 @@ static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu, bool new_task
 		c->v[LH_EV_FILTERED]++;
 		return;
 	}
-	on = bpf_map_lookup_elem(&runq_cpu_tid, &target_cpu);	/* target_cpu = task_cpu(p) */
-	if (on && *on == tid) {
+	/* target_cpu = task_cpu(p): is p that CPU's rq->curr (what its last event
+	 * switched to, when its runqueue was not read; none past the array)? */
+	on = target_cpu < RUNQ_MAX_CPUS ? &runq_cpus[target_cpu & (RUNQ_MAX_CPUS - 1)] : NULL;
+	rq = on ? (struct rq *)on->rq : NULL;
+	if (on && (rq ? BPF_CORE_READ(rq, curr, pid) == tid : on->known && on->tid == tid)) {
 		c->v[LH_EV_WAKEUP_RUNNING]++;
 		return;
 	}
@@ -1052,23 +1155,26 @@ int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
 	/* sched_switch fires in __schedule() before the switch: current is prev */
 	struct task_struct *prev = (void *)bpf_get_current_task(), *next;
-	__u32 cpu = bpf_get_smp_processor_id(), *on;
 	struct runq_cpu *pc = this_cpu();
+	struct lh_counters *c;
 	struct rq *rq;
+	__u32 buf;
 
-	on = bpf_map_lookup_elem(&runq_cpu_tid, &cpu);
-	if (on)
-		*on = ctx->next_pid;
 	if (!pc)
 		return LH_TP_KEEP;
 	rq = cpu_rq_of(pc, prev, false);
 	next = rq ? BPF_CORE_READ(rq, curr) : NULL;
-	/* the loader checks that rq is reachable; a mismatch would be a kernel
-	 * that sets rq->curr later: nothing is counted rather than guessed */
-	if (!next || BPF_CORE_READ(next, pid) != ctx->next_pid)
+	if (next && BPF_CORE_READ(next, pid) == ctx->next_pid) {
+		on_switch(false, prev, next, ctx->prev_pid, ctx->next_pid,
+			  tp_prev_state(ctx->prev_state), pc, rq, false);
 		return LH_TP_KEEP;
-	on_switch(false, prev, next, ctx->prev_pid, ctx->next_pid, tp_prev_state(ctx->prev_state),
-		  pc, rq, false);
+	}
+	/* the loader checks that rq is reachable; a mismatch would be a kernel
+	 * that sets rq->curr later: no wait is counted rather than guessed, but
+	 * the CPU's sequence goes on */
+	c = lh_counters(&buf);
+	if (c)
+		cpu_continuity(pc, rq, ctx->prev_pid, ctx->next_pid, false, c);
 	return LH_TP_KEEP;
 }
 

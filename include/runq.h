@@ -24,15 +24,18 @@ enum runq_group {
 /*
  * Pairing state per task (tp_btf: task storage; raw_tp and tracepoint: a hash
  * keyed by pid). A task's switch count n (nvcsw + nivcsw, its switch-outs so
- * far) numbers its switch-ins: the k-th one (from 0) happens while n == k, so
- * sched_info.pcount equals n at every switch-in. A start pairs only with the
- * switch-in numbered nsw; acc says how many of the task's switch-ins are
- * accounted (paired, filtered or counted as a loss), so a switch-in no event
- * showed is still counted (missed_wait).
+ * far) numbers its switch-ins: the k-th one (from 0) happens while n == k
+ * (sched_info.pcount equals n but for the switch-ins it skips: since 5.14
+ * sched_info_arrive() counts none after a preemption in a sleep state). A
+ * start pairs only with the switch-in numbered nsw; acc says how many of the
+ * task's switch-ins are accounted (paired, filtered or counted as a loss), so
+ * a switch-in no event showed is still counted (missed_wait).
  */
 struct runq_start {
 	unsigned long long ts;		/* bpf_ktime_get_ns() at start, 0 = none */
 	unsigned long long birth_ns;	/* task start_time (pid-keyed identity check); 0 = unknown */
+	unsigned long long task;	/* pid-keyed: the task_struct (an exec from a thread
+					 * hands the leader's pid and start time to it) */
 	unsigned long long nsw;		/* the task's switch count at the start */
 	unsigned long long acc;		/* switch-ins accounted (valid with RUNQ_ACC_OK) */
 	unsigned long long dep;		/* tracepoint: switch count at its last switch-out seen */
@@ -48,6 +51,9 @@ enum runq_start_flags {
 	RUNQ_NSW_OK = 2,	/* nsw is known (a tracepoint wakeup carries no task) */
 	RUNQ_DEP_OK = 4,	/* dep is known */
 	RUNQ_NSW_DEP = 8,	/* nsw is dep: the count at the last switch-out seen */
+	RUNQ_TAKEN_OVER = 16,	/* pid-keyed: this pid and start time were another task's
+				 * (exec from a thread): its start time says nothing */
+	RUNQ_SEEN = 32,		/* an event of the task was seen (not just the sweep's count) */
 };
 
 /* Key of the per-process / per-thread histogram hash. */

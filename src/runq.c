@@ -313,7 +313,11 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
 	s->rodata->tp_classic = tp;
-	bpf_map__set_max_entries(s->maps.runq_cpu_tid, tp ? (uint32_t)libbpf_num_possible_cpus() : 1);
+	s->rodata->use_task_storage = btf;
+	/* the sweeps: task iterators (5.8+), loaded where task storage (5.11+)
+	 * says the kernel is new enough */
+	bpf_program__set_autoload(s->progs.runq_sweep_start, has_storage);
+	bpf_program__set_autoload(s->progs.runq_sweep_end, has_storage);
 	s->rodata->oncpu_on = o->oncpu;
 	s->rodata->pmu_n = (uint32_t)o->npmu;
 	s->rodata->pmu_ncpus = (uint32_t)libbpf_num_possible_cpus();
@@ -601,6 +605,43 @@ static int fill_counters(struct runq_ctx *x)
 	return 0;
 }
 
+/*
+ * Run a sweep of every task's switch count (bpf/runq.bpf.c): at the start
+ * its baseline, before the last read the waits no event showed. A failure is
+ * said (the run goes on as it would without it).
+ */
+static void sweep(struct lh_session *s, bool last)
+{
+	struct runq_ctx *x = s->tool;
+	struct bpf_program *p = last ? x->skel->progs.runq_sweep_end :
+				       x->skel->progs.runq_sweep_start;
+	struct bpf_link *link;
+	char buf[64];
+	int fd, err = 0;
+
+	if (!bpf_program__autoload(p))
+		return;
+	link = bpf_program__attach_iter(p, NULL);
+	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
+	if (fd < 0) {
+		err = -errno;
+	} else {
+		ssize_t n;
+
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (n < 0)
+			err = -errno;
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	if (err)
+		fprintf(stderr, "lathist runq: the %s sweep of switch counts failed (%s): %s\n",
+			last ? "end-of-run" : "start", strerror(-err), last ?
+			"waits no event showed since each task's last event are not counted" :
+			"waits of a task before its first event seen are not counted");
+}
+
 /* One --slower-than record as a text or JSON line (lh_format_record_fn). */
 static int format_record(void *ctx, const void *data, size_t size, bool json, char *buf,
 			 size_t len)
@@ -725,6 +766,7 @@ int runq_main(int argc, char **argv)
 		return LH_EXIT_RUNTIME;
 	}
 	s.read_hists = read_hists;
+	s.sweep = sweep;
 	s.max_value_size = sizeof(struct lh_pmu_val);
 	s.format_record = format_record;
 	s.tool = &x;

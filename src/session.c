@@ -181,6 +181,8 @@ void lh_session_attached(struct lh_session *s, const char *what)
 	*s->start_ns = lh_now_ns();
 	*s->enabled = true;
 	s->prog_misses = prog_misses(s);	/* what tracing counts starts here */
+	if (s->sweep)
+		s->sweep(s, false);
 	if (s->c->duration_ns)
 		fprintf(stderr, "Tracing %s for %.3g s... Hit Ctrl-C to end sooner.\n", what,
 			(double)s->c->duration_ns / 1e9);
@@ -244,6 +246,8 @@ static int collect(struct lh_session *s, bool last)
 	uint32_t old = *s->hist_buf & 1;
 	int err;
 
+	if (last && s->sweep)
+		s->sweep(s, true);
 	if (last)
 		*s->enabled = false;
 	*s->hist_buf = old ^ 1;

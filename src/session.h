@@ -33,6 +33,10 @@ struct lh_session {
 	/* Read half 'buf' of the tool's histogram maps into report and empty it;
 	 * negative errno on failure. */
 	int (*read_hists)(struct lh_session *s, uint32_t buf);
+	/* Optional: run once just after tracing begins and once just before the
+	 * last read, programs running (runq: its sweeps of every task's switch
+	 * count); last tells which. */
+	void (*sweep)(struct lh_session *s, bool last);
 	/* Format one ring buffer record (--slower-than); ctx is the session. */
 	lh_format_record_fn format_record;
 	void *tool;			/* the tool's own context */

@@ -36,7 +36,7 @@ struct {
 
 /* in: the task's fields (fake_task_set) */
 __u32 which, pid, tgid, on_cpu, cpu;
-__u64 start_time, nvcsw, nivcsw, last_queued, last_arrival;
+__u64 start_time, nvcsw, nivcsw, last_queued, last_arrival, pcount;
 char comm[16];
 /* in: the runqueue of cpu (fake_rq_set): curr is fake task `which` */
 __u64 nr_switches, clock;
@@ -60,6 +60,7 @@ int fake_task_set(void *ctx)
 	t->on_cpu = on_cpu;
 	t->sched_info.last_queued = last_queued;
 	t->sched_info.last_arrival = last_arrival;
+	t->sched_info.pcount = pcount;
 	t->group_leader = t;
 	t->se.cfs_rq = cfs;	/* the runqueue of the CPU it is on */
 	__builtin_memcpy(t->comm, comm, sizeof(comm));

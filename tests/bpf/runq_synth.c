@@ -35,7 +35,7 @@
 
 struct task {
 	unsigned int idx, pid, tgid;
-	unsigned long long start, nsw, queued, arrival, addr;
+	unsigned long long start, nsw, pcount, queued, arrival, addr;
 	unsigned int cpu;
 	int running;
 };
@@ -93,6 +93,7 @@ static void push(struct task *t)
 	ft->bss->on_cpu = (unsigned int)t->running;
 	ft->bss->last_queued = t->queued;
 	ft->bss->last_arrival = t->arrival;
+	ft->bss->pcount = t->pcount;
 	ft->bss->cpu = t->cpu;
 	snprintf(ft->bss->comm, sizeof(ft->bss->comm), "synth%u", t->pid);
 	run(ft->progs.fake_task_set, 0, 1, 0, 0, 0, 0);
@@ -116,6 +117,7 @@ static struct task *task(unsigned int pid, unsigned long long start, unsigned lo
 	t->idx = (unsigned int)ntasks++;
 	t->pid = pid;
 	t->tgid = tp_mode && pid ? TP_TGID : pid;
+	t->pcount = nsw;
 	t->start = start;
 	t->nsw = nsw;
 	push(t);
@@ -125,7 +127,8 @@ static struct task *task(unsigned int pid, unsigned long long start, unsigned lo
 /* The kernel wakes t (new: sched_wakeup_new); the program sees it when seen. */
 static void wakeup(struct task *t, int new_task, int seen)
 {
-	t->queued = now_ns();
+	if (!t->queued)		/* sched_info_enqueue() */
+		t->queued = now_ns();
 	push(t);
 	if (seen && tp_mode)	/* a classic tracepoint's record: pid, target CPU */
 		run(rq->progs.runq_wakeup_pid_test, t->cpu, 3, t->pid, t->cpu,
@@ -138,8 +141,11 @@ static void wakeup(struct task *t, int new_task, int seen)
 /*
  * The kernel switches cpu from its current task to next, as __schedule()
  * does: rq->nr_switches and prev's switch count move, rq->curr is next, then
- * sched_switch (seen or not), then next's sched_info arrival. prev_state:
- * 0 runnable (preempted when preempt), 1 asleep, TASK_DEAD.
+ * sched_switch (seen or not), then sched_info (kernel/sched/stats.h): prev is
+ * queued again only if its state is running (sched_info_depart()), and next's
+ * arrival counts (pcount, last_arrival) only if it was queued
+ * (sched_info_arrive(), since 5.14). prev_state: 0 running, 1 a sleep state
+ * (with preempt: preempted before it slept), TASK_DEAD.
  */
 static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int prev_state, int seen)
 {
@@ -148,7 +154,7 @@ static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int pr
 	nr_switches[cpu]++;
 	if (prev->pid)
 		prev->nsw++;
-	if (prev->pid && (preempt || !prev_state))
+	if (prev->pid && !prev_state && !prev->queued)
 		prev->queued = now_ns();
 	next->cpu = cpu;
 	curr[cpu] = next;
@@ -160,8 +166,11 @@ static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int pr
 		    next->addr, prev_state);
 	prev->running = 0;
 	next->running = 1;
-	next->arrival = now_ns();
-	next->queued = 0;
+	if (next->queued) {
+		next->pcount++;
+		next->arrival = now_ns();
+		next->queued = 0;
+	}
 }
 
 static void task_exit(struct task *t, int seen)
@@ -233,7 +242,6 @@ static void load(void)
 	bpf_map__set_max_entries(rq->maps.runq_hist_keyed, 1);
 	bpf_map__set_max_entries(rq->maps.runq_pmu_keyed, 1);
 	bpf_map__set_max_entries(rq->maps.runq_pid_start, 1024);
-	bpf_map__set_max_entries(rq->maps.runq_cpu_tid, (unsigned int)ncpus);
 	rq->rodata->switch_has_prev_state = true;
 	rq->rodata->oncpu_on = true;
 	rq->rodata->tp_classic = tp_mode;
@@ -321,6 +329,28 @@ static void raw_steps(void)
 	sw(1, b, 1, 0, 1);
 	report("queued_while_tracing", b);
 
+	/* first sight after a preemption in a sleep state: last_queued is 0, which
+	 * says nothing about when the wait began: a loss, not before tracing */
+	a = task(2009, old, 4);
+	a->queued = 0;
+	push(a);
+	sw(1, a, 1, 0, 1);
+	report("queued_unstamped", a);
+
+	/* an exec from a thread: the thread takes the leader's pid and start time
+	 * (fs/exec.c de_thread()) but keeps its own switch count; the pid entry
+	 * is the leader's: a different task, never its count */
+	a = task(2010, t0 + 1, 0);
+	wakeup(a, 1, 1);
+	sw(1, a, 1, 0, 1);
+	sw(1, idle[1], 0, 1, 1);		/* the leader sleeps */
+	b = task(2010, a->start, 40);		/* the thread, now pid 2010 */
+	b->queued = now_ns();
+	push(b);
+	wakeup(b, 0, 1);
+	sw(1, b, 0, 0, 1);
+	report("exec_from_thread", b);
+
 	/* exits with a start whose switch-in no event showed */
 	t = task(2007, t0 + 1, 0);
 	wakeup(t, 1, 1);
@@ -376,6 +406,16 @@ static void tp_steps(void)
 	wakeup(x, 0, 1);
 	sw(1, x, 0, 0, 1);
 	report("ran_before_trace", x);
+
+	/* asleep since before tracing, but a switch-in sched_info did not count
+	 * (pcount behind the switch count): last_arrival cannot be trusted */
+	x = task(3005, old, 5);
+	x->pcount = 4;
+	x->arrival = t0 - 1000 * MS;
+	push(x);
+	wakeup(x, 0, 1);
+	sw(1, x, 1, 0, 1);
+	report("pcount_behind", x);
 
 	/* ran while tracing, no switch-out of it seen: nothing checks the start */
 	x = task(3003, old, 5);

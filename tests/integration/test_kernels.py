@@ -109,6 +109,11 @@ def check_kernel(kdir):
         summary.append(f"runq {attach}: {sum(counts.values())} waits, count - pcount per "
                        f"thread {extra}")
     for attach in ATTACH:
+        tag = f"counters-{attach}"
+        check(sec.get(f"{tag} rc 0") is not None,
+              f"{name} {tag}: 8 counters did not run: {[k for k in sec if k.startswith(tag)]} "
+              f"{next((sec[k] for k in sec if k.startswith(tag)), '')[-800:]}")
+    for attach in ATTACH:
         tag = f"bio-{attach}"
         check(sec.get(f"{tag} rc 0") is not None, f"{name} {tag}: {sec.keys()}")
         out = json.loads(sec[f"{tag} json"])

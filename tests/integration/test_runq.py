@@ -255,6 +255,11 @@ def cgroup_woken(attach):
     # fewer only where the tool reported as many losses (see LossBudget), as everywhere
     want = reader["pcount"] - reader["base_pcount"]
     LossBudget(doc).check(t["count"], want, "reader since it joined the cgroup")
+    # its switch-ins before it joined were filtered, not unseen: missed_wait counts only
+    # waits missing since (it counted every earlier one of a thread born while tracing)
+    check(t["count"] + doc["loss"]["missed_wait"] <= want + COUNT_SLACK,
+          f"reader: {t['count']} waits + {doc['loss']['missed_wait']} missed_wait, "
+          f"{want} since it joined: {doc['loss']}")
     check(doc["meta"]["filters"]["cgroup"] == path, f"filters: {doc['meta']['filters']}")
 
 
