@@ -165,12 +165,24 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 	return 0;
 }
 
-static __always_inline int on_create(struct request *rq, bool btf)
+/*
+ * A request created (block_io_start; before 6.5, block_rq_insert). insert:
+ * block_rq_insert also fires when a requeued request is inserted again
+ * (blk_mq_requeue_work()): an entry still issued at the same start sector is
+ * that request, going on (its next issue counts the requeue), not a new one
+ * over a missed completion.
+ */
+static __always_inline int on_create(struct request *rq, bool btf, bool insert)
 {
+	__u64 key = (__u64)rq;
+	struct bio_req *r;
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
+		return 0;
+	if (insert && (r = bpf_map_lookup_elem(&bio_requests, &key)) && r->issued_ns &&
+	    r->sector == TREAD(btf, rq, __sector))
 		return 0;
 	if (!req_start(rq, bpf_ktime_get_ns(), false, btf, c, NULL))
 		c->v[LH_EV_BIO_CREATED]++;
@@ -198,6 +210,7 @@ static __always_inline int on_issue(struct request *rq, bool btf)
 	if (r->issued_ns)
 		c->v[LH_EV_BIO_REQUEUED]++;
 	r->issued_ns = now;
+	r->sector = TREAD(btf, rq, __sector);
 	r->bytes = TREAD(btf, rq, __data_len);	/* 0 by completion time */
 	r->done_bytes = 0;
 	c->v[LH_EV_BIO_ISSUED]++;
@@ -376,7 +389,7 @@ int BPF_PROG(bio_merge_raw, struct request *rq)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(bio_io_start_btf, struct request *rq)
 {
-	return on_create(rq, true);
+	return on_create(rq, true, false);
 }
 
 /* (struct request_queue *q, struct request *rq) before 5.11, (rq) since */
@@ -384,8 +397,8 @@ SEC("tp_btf/block_rq_insert")
 int bio_insert_btf(u64 *ctx)
 {
 	if (insert_has_q)
-		return on_create((void *)ctx[1], true);
-	return on_create((void *)ctx[0], true);
+		return on_create((void *)ctx[1], true, true);
+	return on_create((void *)ctx[0], true, true);
 }
 
 SEC("tp_btf/block_rq_issue")
@@ -405,15 +418,15 @@ int BPF_PROG(bio_complete_btf, struct request *rq, int error, unsigned int nr_by
 SEC("raw_tp/block_io_start")
 int BPF_PROG(bio_io_start_raw, struct request *rq)
 {
-	return on_create(rq, false);
+	return on_create(rq, false, false);
 }
 
 SEC("raw_tp/block_rq_insert")
 int bio_insert_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (insert_has_q)
-		return on_create((void *)ctx->args[1], false);
-	return on_create((void *)ctx->args[0], false);
+		return on_create((void *)ctx->args[1], false, true);
+	return on_create((void *)ctx->args[0], false, true);
 }
 
 SEC("raw_tp/block_rq_issue")
@@ -525,15 +538,20 @@ static __always_inline struct bio_req *tp_start(struct bio_tp_key *k, bool at_is
 	return bpf_map_lookup_elem(&bio_tp_requests, k);
 }
 
-static __always_inline void tp_create(struct trace_event_raw_block_rq *ctx)
+/* A request created; insert: as on_create(), a requeued request inserted
+ * again finds its own entry, issued (same key: same start sector). */
+static __always_inline void tp_create(struct trace_event_raw_block_rq *ctx, bool insert)
 {
 	struct bio_tp_key k = {};
+	struct bio_req *r;
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
 	if (!c)
 		return;
 	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
+	if (insert && (r = bpf_map_lookup_elem(&bio_tp_requests, &k)) && r->issued_ns)
+		return;
 	if (tp_start(&k, false, c))
 		c->v[LH_EV_BIO_CREATED]++;
 }
@@ -541,14 +559,14 @@ static __always_inline void tp_create(struct trace_event_raw_block_rq *ctx)
 SEC("tracepoint/block/block_io_start")
 int bio_io_start_tp(struct trace_event_raw_block_rq *ctx)
 {
-	tp_create(ctx);
+	tp_create(ctx, false);
 	return LH_TP_KEEP;
 }
 
 SEC("tracepoint/block/block_rq_insert")
 int bio_insert_tp(struct trace_event_raw_block_rq *ctx)
 {
-	tp_create(ctx);
+	tp_create(ctx, true);
 	return LH_TP_KEEP;
 }
 

@@ -30,6 +30,7 @@ struct bio_req {
 	unsigned long long created_ns;	/* 0 when creation was not seen */
 	unsigned long long issued_ns;	/* 0 until issued */
 	unsigned long long birth_ns;	/* submitter's process start time */
+	unsigned long long sector;	/* its start sector at issue (a requeue keeps it) */
 	unsigned int bytes;		/* request size at issue */
 	unsigned int done_bytes;	/* completed so far (partial completions) */
 	unsigned int tgid;		/* submitter process */

@@ -229,6 +229,15 @@ def test_partial_completion_and_pointer_reuse():
     check(s["missed_completion"] == 1 and s["overwritten"] == 0 and s["lost"] == 1 and
           s["total_count"] == 4, f"missed completion {s}")
     check(s["total_max_ns"] < 50_000_000, f"paired with the old start: max {s['total_max_ns']} ns")
+    # before 6.5 a requeued request is inserted again: not a new request, not a loss
+    prev, s = s, steps["requeued_insert"]
+    delta = {k: s[k] - prev[k] for k in ("created", "requeued", "paired", "lost")}
+    check(delta == {"created": 1, "requeued": 1, "paired": 1, "lost": 0}, f"requeue {delta}")
+    # the struct back at another sector with its completion unseen: a missed completion
+    prev, s = s, steps["insert_after_missed_completion"]
+    delta = {k: s[k] - prev[k] for k in ("created", "missed_completion", "paired", "lost")}
+    check(delta == {"created": 2, "missed_completion": 1, "paired": 1, "lost": 1},
+          f"insert after a missed completion {delta}")
 
 
 def test_full_maps_are_losses():
