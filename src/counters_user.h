@@ -50,7 +50,7 @@ uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);
 uint64_t lh_hist_lost(const uint64_t v[LH_NR_COUNTERS]);
 
 /* Sum of the loss classes that may have kept an event out of a histogram of
- * this scope (enum lh_scope): the L of lh_hist_bounds(). */
+ * this scope (enum lh_scope): the L of lh_hist_quantile_bounds(). */
 uint64_t lh_scope_lost(const uint64_t v[LH_NR_COUNTERS], unsigned int scope);
 
 /* Sum of the kernel gap counters (switches the kernel made with no event). */

@@ -86,8 +86,8 @@ int lh_hist_quantile_slot(const struct lh_hist *h, unsigned int permille);
  * values nobody saw, were counted: *low is its slot when all of them fell
  * below h's first slot, *high when all fell above its last one (the
  * unbounded last slot when the rank lands among them). Both equal
- * lh_hist_quantile_slot() when lost is 0 or the losses cannot move it.
- * (DESIGN.md, "Kernel gaps".) 0, or -EINVAL when h is empty.
+ * lh_hist_quantile_slot() when lost is 0 or the losses cannot move it
+ * (README, "Kernel gaps"). 0, or -EINVAL when h is empty.
  */
 int lh_hist_quantile_bounds(const struct lh_hist *h, unsigned int permille, uint64_t lost,
 			    int *low, int *high);

@@ -195,7 +195,7 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uin
 			 uint64_t *all)
 {
 	uint64_t lost = lh_report_hist_lost(r, h);
-	char *buf = NULL, a[64], b[64], still[64] = "";
+	char *buf = NULL, a[64], b[160], still[64] = "";
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	size_t len = 0;
 	FILE *f;
@@ -210,11 +210,13 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uin
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	fprintf(f, "%s {", h->name);
+	fprintf(f, "%s (", h->name);
 	n = lh_key_fields(&h->key, kv);
+	if (!n)
+		fputs("all tasks", f);
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s%s %s", i ? ", " : "", kv[i].name, kv[i].value);
-	fprintf(f, "}: %" PRIu64 " lost could move", lost);
+	fprintf(f, "): %" PRIu64 " lost could move", lost);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
 
@@ -225,13 +227,9 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uin
 			continue;
 		}
 		(*movable)++;
-		fprintf(f, "%s %s %s to %s .. ", moved++ ? ";" : "", lh_percentiles[i].name,
-			lh_slot_range(a, sizeof(a), s, &r->meta), lh_slot_range(b, sizeof(b), lo, &r->meta));
-		if (lh_slot_hi((uint32_t)hi, r->meta.scheme.precision) == UINT64_MAX)
-			fputs("unbounded", f);
-		else
-			fputs(lh_slot_range(b, sizeof(b), hi, &r->meta), f);
-		fprintf(f, " %s", r->meta.unit);
+		fprintf(f, "%s %s %s to %s %s", moved++ ? ";" : "", lh_percentiles[i].name,
+			lh_slot_range(a, sizeof(a), s, &r->meta),
+			lh_bounds_range(b, sizeof(b), lo, hi, &r->meta), r->meta.unit);
 	}
 	if (still[0])
 		fprintf(f, "; %s cannot move", still);

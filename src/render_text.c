@@ -76,7 +76,7 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 {
 	const struct lh_meta *m = &r->meta;
 	uint64_t lost = lh_report_hist_lost(r, h);
-	char a[64], b[64];
+	char a[64], b[160];
 
 	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
 		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
@@ -98,13 +98,9 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 			lh_slot_range(a, sizeof(a), s, m), m->unit);
 		if (lo == hi)
 			fprintf(f, "(%" PRIu64 " lost cannot move it)\n", lost);
-		else if (lh_slot_hi((uint32_t)hi, m->scheme.precision) == UINT64_MAX)
-			/* the rank lands among the lost: nothing bounds it */
-			fprintf(f, "(%" PRIu64 " lost: could be %s .. unbounded)\n", lost,
-				lh_slot_range(a, sizeof(a), lo, m));
 		else
-			fprintf(f, "(%" PRIu64 " lost: could be %s .. %s)\n", lost,
-				lh_slot_range(a, sizeof(a), lo, m), lh_slot_range(b, sizeof(b), hi, m));
+			fprintf(f, "(%" PRIu64 " lost: could be %s)\n", lost,
+				lh_bounds_range(b, sizeof(b), lo, hi, m));
 	}
 }
 

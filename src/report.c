@@ -139,6 +139,18 @@ const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
 	return buf;
 }
 
+const char *lh_bounds_range(char *buf, size_t len, int low, int high, const struct lh_meta *m)
+{
+	char a[64], b[64];
+
+	lh_slot_range(a, sizeof(a), low, m);
+	if (lh_slot_hi((uint32_t)high, m->scheme.precision) == UINT64_MAX)
+		snprintf(buf, len, "%s .. unbounded", a);	/* nothing bounds it */
+	else
+		snprintf(buf, len, "%s .. %s", a, lh_slot_range(b, sizeof(b), high, m));
+	return buf;
+}
+
 uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h)
 {
 	unsigned int scope = LH_SCOPE_EVENTS;

@@ -190,6 +190,14 @@ extern const char *const lh_key_field_names[LH_MAX_KEY_FIELDS];
  * inclusive (include/hist_slot.h), slot 0 "[0, hi]", the last "(lo, inf)". */
 const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m);
 
+/*
+ * Where the losses could put a percentile: "(lo, hi] .. (lo, hi]" from its
+ * slot with every lost event below (low) to the one with every lost event
+ * above (high), or "(lo, hi] .. unbounded" when the rank lands among the lost;
+ * in meta's unit, into buf (len bytes).
+ */
+const char *lh_bounds_range(char *buf, size_t len, int low, int high, const struct lh_meta *m);
+
 /* The loss classes that may have kept events out of h (a histogram of r): the
  * L of lh_hist_quantile_bounds(). Losses are counted per run, not per key, so
  * a per-process or per-thread histogram is bounded by every loss of the run. */

@@ -369,28 +369,38 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	return 0;
 }
 
-/* loss.missed_switch_per_cpu (runq): added CPU by CPU, by CPU number. */
-static int add_gaps(struct merge *m, json_object *loss)
+/*
+ * loss.missed_switch_per_cpu (runq): at most meta.ncpus counts that add up to
+ * loss.missed_switch; added to the merge CPU by CPU, by CPU number.
+ */
+static int add_gaps(struct merge *m, json_object *loss, uint64_t ncpus)
 {
-	json_object *a, *v;
+	uint64_t v[LH_MAX_GAP_CPUS], sum = 0, total = 0;
+	json_object *a, *e;
 	size_t n;
 
 	if (!json_object_object_get_ex(loss, "missed_switch_per_cpu", &a))
 		return 0;
 	if (!json_object_is_type(a, json_type_array) ||
-	    (n = json_object_array_length(a)) > LH_MAX_GAP_CPUS)
-		return bad(m, "loss.missed_switch_per_cpu is not an array of at most %d counts",
-			   LH_MAX_GAP_CPUS);
+	    (n = json_object_array_length(a)) > LH_MAX_GAP_CPUS || n > ncpus)
+		return bad(m, "loss.missed_switch_per_cpu is not an array of at most meta.ncpus "
+			   "(%" PRIu64 ") counts", ncpus);
 	for (size_t i = 0; i < n; i++) {
-		v = json_object_array_get_idx(a, i);
+		e = json_object_array_get_idx(a, i);
 		errno = 0;
-		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+		if (!json_object_is_type(e, json_type_int) || json_object_get_int64(e) < 0)
 			return bad(m, "loss.missed_switch_per_cpu[%zu] is not a whole number from 0 "
 				   "to 2^64-1", i);
-		m->r.gap_cpu[i] = lh_add_sat(m->r.gap_cpu[i], json_object_get_uint64(v));
-		if (errno)
+		v[i] = json_object_get_uint64(e);
+		if (errno || sum + v[i] < sum)
 			return bad(m, "loss.missed_switch_per_cpu[%zu] is past 2^64-1", i);
+		sum += v[i];
 	}
+	if (get_u64(loss, "missed_switch", &total) || sum != total)
+		return bad(m, "loss.missed_switch_per_cpu adds up to %" PRIu64 ", not to "
+			   "loss.missed_switch", sum);
+	for (size_t i = 0; i < n; i++)
+		m->r.gap_cpu[i] = lh_add_sat(m->r.gap_cpu[i], v[i]);
 	if (n > m->r.gap_ncpus)
 		m->r.gap_ncpus = (uint32_t)n;
 	return 0;
@@ -513,7 +523,7 @@ static int add_doc(struct merge *m, json_object *doc)
 		if (ci->needs)
 			m->r.meta.features |= ci->needs;
 	}
-	err = add_gaps(m, loss);
+	err = add_gaps(m, loss, ncpus);
 	if (err)
 		return err;
 	if (get(doc, "counters", json_type_array))

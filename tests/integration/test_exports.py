@@ -341,6 +341,14 @@ def test_report_refuses_bad_files():
         "tool": mutate(lambda d: d["meta"].update(tool="x" * 100)),
         "deep": "[" * 100000 + "]" * 100000,
         "key": mutate(lambda d: d["histograms"][0]["key"].update(tid=2 ** 40)),
+        # the kernel gap per CPU: counts that add up to loss.missed_switch, one per CPU
+        "gap not adding up": mutate(lambda d: d["loss"].update(
+            missed_switch_per_cpu=[d["loss"]["missed_switch"] + 1] +
+            [0] * (d["meta"]["ncpus"] - 1))),
+        "gap on a CPU past ncpus": mutate(lambda d: d["loss"].update(
+            missed_switch_per_cpu=[0] * d["meta"]["ncpus"] + [d["loss"]["missed_switch"]])),
+        "gap not counts": mutate(lambda d: d["loss"].update(missed_switch_per_cpu="3")),
+        "gap negative": mutate(lambda d: d["loss"].update(missed_switch_per_cpu=[-1, 0])),
     }
     with tempfile.TemporaryDirectory() as tmp:
         for name, body in cases.items():
