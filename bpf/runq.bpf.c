@@ -78,6 +78,17 @@ struct {
 	__type(value, struct runq_start);
 } runq_pid_start SEC(".maps");
 
+/* Lost waits charged to their task's key (per process / thread, key kind
+ * RUNQ_NONE): a key's percentile bounds use these and the losses of no known
+ * task; max_entries = --max-keys (full: left uncharged, so every key's). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 10240);
+	__type(key, struct runq_hist_key);
+	__type(value, __u64);
+} runq_lost_keyed SEC(".maps");
+
 /* Counting perf events opened by the loader, one per (counter, CPU). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -280,6 +291,44 @@ static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u
 	return bpf_map_lookup_elem(&runq_pid_start, &tid);
 }
 
+/* The histogram key of task t for the grouping (process or thread). */
+static __always_inline void task_key(struct runq_hist_key *key, struct task_struct *t, __u32 tid,
+				     __u32 tgid, __u32 kind, __u32 buf, bool btf)
+{
+	struct task_struct *leader;
+
+	key->kind = kind;
+	key->buf = buf;
+	key->tgid = tgid;
+	if (group == RUNQ_GROUP_THREAD) {
+		key->tid = tid;
+		key->birth_ns = TREAD(btf, t, start_time);
+	} else {
+		leader = TREAD(btf, t, group_leader);
+		key->birth_ns = BPF_CORE_READ(leader, start_time);
+	}
+}
+
+/*
+ * Charge n lost waits to t's key (per process / thread; t NULL: no known
+ * task): that key's percentile bounds use them, and the other keys' do not.
+ * A full map leaves them uncharged, so every key's bounds use them.
+ */
+static __always_inline void charge_key(struct task_struct *t, __u64 n, bool btf, __u32 buf)
+{
+	struct runq_hist_key key = {};
+	__u64 *v;
+
+	if (!n || !t || (group != RUNQ_GROUP_PROCESS && group != RUNQ_GROUP_THREAD))
+		return;
+	task_key(&key, t, TREAD(btf, t, pid), TREAD(btf, t, tgid), RUNQ_NONE, buf, btf);
+	v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
+	if (v)
+		*v += n;
+	else
+		bpf_map_update_elem(&runq_lost_keyed, &key, &n, BPF_NOEXIST);
+}
+
 /*
  * Account t's switch-ins up to n (how many it has had so far): those after
  * s->acc were shown by no event. Those that ended a start dropped since
@@ -289,7 +338,7 @@ static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u
  * its n switch-ins came before tracing or are counted already.
  */
 static __always_inline void account(struct runq_start *s, struct task_struct *t, __u64 n,
-				    __u64 base, bool btf, struct lh_counters *c)
+				    __u64 base, bool btf, struct lh_counters *c, __u32 buf)
 {
 	__u64 unseen = 0;
 
@@ -307,15 +356,20 @@ static __always_inline void account(struct runq_start *s, struct task_struct *t,
 	if (!unseen && !s->dropped)	/* the common case: nothing unseen */
 		return;
 	unseen = unseen > s->dropped ? unseen - s->dropped : 0;
-	if (unseen)
+	if (unseen) {
 		c->v[LH_LOSS_MISSED_WAIT] += unseen;
+		charge_key(t, unseen, btf, buf);
+	}
 	s->dropped = 0;
 }
 
-/* Drop s's start: the task was switched in since, with no event. */
-static __always_inline void start_drop(struct runq_start *s, struct lh_counters *c)
+/* Drop s's start: the task (t; NULL when only its pid is known) was switched
+ * in since, with no event. */
+static __always_inline void start_drop(struct runq_start *s, struct task_struct *t, bool btf,
+				       struct lh_counters *c, __u32 buf)
 {
 	c->v[LH_LOSS_MISSED_SWITCH_IN]++;
+	charge_key(t, 1, btf, buf);
 	s->dropped++;
 	s->ts = 0;
 }
@@ -369,31 +423,13 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 		/* the task ran since the start: its switch-in was not seen; else a
 		 * second start of one wait */
 		if (s->nsw != n)
-			start_drop(s, c);
+			start_drop(s, p, btf, c, buf);
 		else
 			c->v[LH_LOSS_OVERWRITTEN]++;
 	}
-	account(s, p, n, n, btf, c);
+	account(s, p, n, n, btf, c, buf);
 	start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), n, RUNQ_NSW_OK, c);
 	return 0;
-}
-
-/* The histogram key of task t for the grouping (process or thread). */
-static __always_inline void task_key(struct runq_hist_key *key, struct task_struct *t, __u32 tid,
-				     __u32 tgid, __u32 kind, __u32 buf, bool btf)
-{
-	struct task_struct *leader;
-
-	key->kind = kind;
-	key->buf = buf;
-	key->tgid = tgid;
-	if (group == RUNQ_GROUP_THREAD) {
-		key->tid = tid;
-		key->birth_ns = TREAD(btf, t, start_time);
-	} else {
-		leader = TREAD(btf, t, group_leader);
-		key->birth_ns = BPF_CORE_READ(leader, start_time);
-	}
 }
 
 /* A per-process/per-thread key's name, taken once: the thread's, or its leader's. */
@@ -466,7 +502,7 @@ static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, _
  */
 static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev, __u32 ptid,
 					   unsigned int prev_state, bool cont, bool btf,
-					   struct lh_counters *c)
+					   struct lh_counters *c, __u32 buf)
 {
 	struct runq_start *s;
 	bool runnable, dead;
@@ -510,9 +546,9 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	n = switch_count(prev, btf);
 	/* it ran: a start it still has lost its switch-in */
 	if (s->ts)
-		start_drop(s, c);
+		start_drop(s, prev, btf, c, buf);
 	/* this slice's switch-in (its n-th) was not seen when cont is false */
-	account(s, prev, n, cont || !n ? n : n - 1, btf, c);
+	account(s, prev, n, cont || !n ? n : n - 1, btf, c, buf);
 	s->dep = n;
 	s->flags |= RUNQ_DEP_OK;
 	s->sel = SEL_YES;
@@ -619,10 +655,10 @@ static __always_inline bool ran_before_trace(struct task_struct *next, struct rq
  * leaves out (filtered).
  */
 static __always_inline bool end_counts(struct runq_start *s, struct task_struct *next, __u64 nsw,
-				       bool btf, struct lh_counters *c)
+				       bool btf, struct lh_counters *c, __u32 buf)
 {
 	if (s) {
-		account(s, next, nsw, nsw, btf, c);
+		account(s, next, nsw, nsw, btf, c, buf);
 		s->acc = nsw + 1;
 	}
 	if (!cpu_selected(bpf_get_smp_processor_id())) {
@@ -640,15 +676,19 @@ static __always_inline bool end_counts(struct runq_start *s, struct task_struct 
  */
 static __always_inline void first_switch_in(struct task_struct *next, __u32 tid, __u64 nsw,
 					    struct runq_start *s, struct rq *rq, __u64 now,
-					    bool btf, struct lh_counters *c)
+					    bool btf, struct lh_counters *c, __u32 buf)
 {
 	if (!s)
 		s = start_get(next, tid, btf, true, c);
-	if (!end_counts(s, next, nsw, btf, c))
+	if (!end_counts(s, next, nsw, btf, c, buf))
 		return;
 	/* no state (a failure, counted) tells nothing: a loss */
-	c->v[s && waited_since_before(next, rq, now, btf) ? LH_EV_BEFORE_TRACE :
-							    LH_LOSS_UNPAIRED]++;
+	if (s && waited_since_before(next, rq, now, btf)) {
+		c->v[LH_EV_BEFORE_TRACE]++;
+		return;
+	}
+	c->v[LH_LOSS_UNPAIRED]++;
+	charge_key(next, 1, btf, buf);
 }
 
 /* next gets the CPU: the end of its wait. */
@@ -685,7 +725,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	/* no event of it seen since tracing began (a tracepoint wakeup makes a
 	 * start before the task's state is known: that start decides) */
 	if (!s || (!s->ts && !(s->flags & RUNQ_SEEN))) {
-		first_switch_in(next, tid, nsw, s, rq, now, btf, c);
+		first_switch_in(next, tid, nsw, s, rq, now, btf, c, buf);
 		return;
 	}
 	ts = s->ts;
@@ -697,13 +737,14 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	 * cannot tell that from a switch-out not seen before the wakeup) */
 	moved = ts && (flags & RUNQ_NSW_OK) && s->nsw != nsw;
 	if (moved && !(flags & RUNQ_NSW_DEP))
-		start_drop(s, c);
+		start_drop(s, next, btf, c, buf);
 	s->ts = 0;
-	if (!end_counts(s, next, nsw, btf, c))
+	if (!end_counts(s, next, nsw, btf, c, buf))
 		return;
 	if (!ts || (moved && !(flags & RUNQ_NSW_DEP)) ||
 	    (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
 		c->v[LH_LOSS_UNPAIRED]++;
+		charge_key(next, 1, btf, buf);
 		return;
 	}
 	if (moved || (!(flags & RUNQ_NSW_OK) && !ran_before_trace(next, rq, nsw, now, btf))) {
@@ -711,6 +752,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		 * switch-out seen before one that was not), and nothing shows that
 		 * it was not switched since the wakeup */
 		c->v[LH_LOSS_UNCHECKED]++;
+		charge_key(next, 1, btf, buf);
 		return;
 	}
 	if (!lh_delta(c, ts, now, &delta))
@@ -874,7 +916,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!c)
 		return 0;
 	cont = cpu_continuity(pc, rq, ptid, ntid, btf, c);
-	now = on_switch_out(preempt, prev, ptid, prev_state, cont, btf, c);
+	now = on_switch_out(preempt, prev, ptid, prev_state, cont, btf, c, buf);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
 	if (n.tid) {
@@ -967,8 +1009,8 @@ static __always_inline int on_exit(struct task_struct *p, bool btf)
 		if (s) {
 			n = switch_count(p, btf) + 1;
 			if (s->ts)
-				start_drop(s, c);
-			account(s, p, n, n, btf, c);
+				start_drop(s, p, btf, c, buf);
+			account(s, p, n, n, btf, c, buf);
 		}
 	}
 	return 0;
@@ -1046,7 +1088,7 @@ int runq_sweep_end(struct bpf_iter__task *ctx)
 	if (!s || !(s->flags & RUNQ_ACC_OK))
 		return 0;
 	n = switch_count(t, false) + (task_on_cpu(t, false) ? 1 : 0);
-	account(s, t, n, n, false, c);
+	account(s, t, n, n, false, c, buf);
 	return 0;
 }
 
@@ -1116,7 +1158,7 @@ static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu, bool new_task
 			c->v[LH_EV_WAKEUP_QUEUED]++;
 			return;
 		}
-		start_drop(s, c);
+		start_drop(s, NULL, false, c, buf);	/* its key is not known here */
 	}
 	/* a new task has not run: its switch count is 0 */
 	if (new_task)

@@ -125,6 +125,7 @@ void lh_report_clear(struct lh_report *r)
 	memset(r->counters, 0, sizeof(r->counters));
 	memset(r->gap_cpu, 0, sizeof(r->gap_cpu));
 	r->gap_ncpus = 0;
+	r->key_lost_total = 0;
 }
 
 const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
@@ -155,10 +156,17 @@ uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h)
 {
 	unsigned int scope = LH_SCOPE_EVENTS;
 
+	uint64_t lost;
+
 	for (int i = 0; i < r->meta.nkinds; i++)
 		if (!strcmp(r->meta.kinds[i].name, h->name))
 			scope = r->meta.kinds[i].scope;
-	return lh_scope_lost(r->counters, scope);
+	lost = lh_scope_lost(r->counters, scope);
+	if (!(scope & LH_SCOPE_EVENTS))
+		return lost;
+	/* another key's losses cannot be this key's waits */
+	lost -= r->key_lost_total < lost ? r->key_lost_total : lost;
+	return lh_add_sat(lost, h->key_lost);
 }
 
 void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
@@ -317,6 +325,7 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 	}
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
 		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
+	dst->key_lost_total = lh_add_sat(dst->key_lost_total, src->key_lost_total);
 	for (uint32_t i = 0; i < src->gap_ncpus; i++)
 		dst->gap_cpu[i] = lh_add_sat(dst->gap_cpu[i], src->gap_cpu[i]);
 	if (src->gap_ncpus > dst->gap_ncpus)

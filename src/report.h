@@ -116,6 +116,9 @@ struct lh_report {
 	struct lh_hist *hists;
 	size_t nhists, cap;
 	uint64_t counters[LH_NR_COUNTERS];
+	/* runq per process/thread: lost waits charged to a key (each key once; each
+	 * of its histograms has them in key_lost); the others are no key's */
+	uint64_t key_lost_total;
 	/* runq: missed_switch per CPU (index = CPU number), gap_ncpus of them */
 	uint64_t gap_cpu[LH_MAX_GAP_CPUS];
 	uint32_t gap_ncpus;
@@ -199,8 +202,8 @@ const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
 const char *lh_bounds_range(char *buf, size_t len, int low, int high, const struct lh_meta *m);
 
 /* The loss classes that may have kept events out of h (a histogram of r): the
- * L of lh_hist_quantile_bounds(). Losses are counted per run, not per key, so
- * a per-process or per-thread histogram is bounded by every loss of the run. */
+ * L of lh_hist_quantile_bounds(). For a per-process or per-thread key: the
+ * losses charged to its key and those charged to no key. */
 uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h);
 
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */

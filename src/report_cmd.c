@@ -222,7 +222,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
 	const struct lh_scheme *sc = &m->r.meta.scheme;
 	json_object *slots = get(jh, "slots", json_type_array);
-	uint64_t count, sum, max, bytes = 0, total = 0;
+	uint64_t count, sum, max, bytes = 0, total = 0, key_lost = 0;
 	uint32_t top;
 	char name[16];
 	struct lh_key key;
@@ -244,6 +244,8 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad(m, "histogram %s: max_ns is not a whole number from 0 to 2^64-1", name);
 	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
 		return bad(m, "histogram %s: bytes is not a number", name);
+	if (json_object_object_get_ex(jh, "key_lost", NULL) && get_u64(jh, "key_lost", &key_lost))
+		return bad(m, "histogram %s: key_lost is not a whole number from 0 to 2^64-1", name);
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
@@ -276,6 +278,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	tmp->sum_ns = sum;
 	tmp->max_ns = max;
 	tmp->bytes = bytes;
+	tmp->key_lost = key_lost;
 	if (!known_hist(m, name)) {
 		lh_hist_free(tmp);
 		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
@@ -526,6 +529,13 @@ static int add_doc(struct merge *m, json_object *doc)
 	err = add_gaps(m, loss, ncpus);
 	if (err)
 		return err;
+	if (json_object_object_get_ex(loss, "lost_charged_to_keys", NULL)) {
+		uint64_t charged;
+
+		if (get_u64(loss, "lost_charged_to_keys", &charged))
+			return bad(m, "loss.lost_charged_to_keys is not a whole number from 0 to 2^64-1");
+		m->r.key_lost_total = lh_add_sat(m->r.key_lost_total, charged);
+	}
 	if (get(doc, "counters", json_type_array))
 		m->pmu_dropped = true;
 	if (get(doc, "records", json_type_object))

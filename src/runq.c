@@ -235,12 +235,16 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 
 /* ---- loader ---- */
 
+struct key_lost;
+
 struct runq_ctx {
 	struct runq_opts *o;
 	struct runq_bpf *skel;
 	int *pmu_fds;		/* npmu x ncpus perf event fds (--counters) */
 	int ncpus;
 	bool has_storage;	/* BPF task storage: tp_btf can run */
+	struct key_lost *lost;	/* per process/thread: the keys' lost waits of one read */
+	size_t nlost, lost_cap;
 };
 
 static const char *group_name(enum runq_group g)
@@ -311,6 +315,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_value_size(s->maps.runq_hist_keyed, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
+	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
 	s->rodata->tp_classic = tp;
 	s->rodata->use_task_storage = btf;
@@ -326,6 +331,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_max_entries(s->maps.runq_pmu_keyed, keyed && o->npmu ? o->c.max_keys : 1);
 	if (keyed) {
 		lh_prealloc_if_small(s->maps.runq_hist_keyed, o->c.max_keys, value_size);
+		lh_prealloc_if_small(s->maps.runq_lost_keyed, o->c.max_keys, sizeof(uint64_t));
 		if (o->npmu)
 			lh_prealloc_if_small(s->maps.runq_pmu_keyed, o->c.max_keys,
 					     sizeof(struct lh_pmu_val));
@@ -425,14 +431,64 @@ static struct lh_key report_key(const struct lh_session *s, const struct runq_hi
 	return key;
 }
 
+/* A key's lost waits, read from runq_lost_keyed (kind RUNQ_NONE). */
+struct key_lost {
+	struct runq_hist_key key;
+	uint64_t n;
+};
+
+/* Collect one key's lost waits (per-CPU u64) into x->lost, and the run's total. */
+static int add_lost(struct lh_session *s, const void *k, const void *values)
+{
+	struct runq_ctx *x = s->tool;
+	struct key_lost *l;
+
+	if (x->nlost == x->lost_cap) {
+		size_t cap = x->lost_cap ? 2 * x->lost_cap : 256;
+
+		l = realloc(x->lost, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		x->lost = l;
+		x->lost_cap = cap;
+	}
+	l = &x->lost[x->nlost++];
+	memcpy(&l->key, k, sizeof(l->key));
+	l->n = 0;
+	for (int cpu = 0; cpu < s->ncpus; cpu++)
+		l->n = lh_add_sat(l->n, ((const uint64_t *)values)[cpu]);
+	s->report.key_lost_total = lh_add_sat(s->report.key_lost_total, l->n);
+	return 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct runq_hist_key));
+}
+
+/* The lost waits charged to the key of rk (any kind), from x->lost (sorted). */
+static uint64_t key_lost_of(const struct runq_ctx *x, const struct runq_hist_key *rk)
+{
+	struct runq_hist_key k = *rk;
+	const struct key_lost *l;
+
+	k.kind = RUNQ_NONE;
+	l = x->nlost ? bsearch(&k, x->lost, x->nlost, sizeof(*l), by_key) : NULL;
+	return l ? l->n : 0;
+}
+
 static int add_keyed(struct lh_session *s, const void *k, const void *values)
 {
 	const struct runq_hist_key *rk = k;
 	struct lh_key key = report_key(s, rk);
+	int err;
 
 	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
 		return 0;
-	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
+	err = lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
+	if (!err)	/* the histogram just appended */
+		s->report.hists[s->report.nhists - 1].key_lost = key_lost_of(s->tool, rk);
+	return err;
 }
 
 /* One key's counter sums (ncpus per-CPU copies of struct lh_pmu_val) as rows. */
@@ -520,12 +576,21 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 	struct runq_ctx *x = s->tool;
 	int err;
 
-	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD)
-		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
+	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD) {
+		/* the keys' lost waits first, for their histograms as they are read */
+		x->nlost = 0;
+		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_lost_keyed),
 				    sizeof(struct runq_hist_key),
-				    offsetof(struct runq_hist_key, buf), buf, add_keyed);
-	else
+				    offsetof(struct runq_hist_key, buf), buf, add_lost);
+		if (x->nlost)
+			qsort(x->lost, x->nlost, sizeof(*x->lost), by_key);
+		if (!err)
+			err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
+					    sizeof(struct runq_hist_key),
+					    offsetof(struct runq_hist_key, buf), buf, add_keyed);
+	} else {
 		err = read_array(s, buf);
+	}
 	if (!err && x->o->npmu)
 		err = read_pmu(s, buf);
 	return err;
@@ -789,5 +854,6 @@ int runq_main(int argc, char **argv)
 	if (x.pmu_fds)
 		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);
 	free(x.pmu_fds);
+	free(x.lost);
 	return err;
 }

@@ -11,7 +11,8 @@
  * paired waits (count, max_ns) from the total histograms, and whether the pid
  * entry of the step's task is left. The second part runs the same programs as
  * the classic tracepoint path configures them, with its pid-only wakeup and
- * -p TP_TGID.
+ * -p TP_TGID; the third groups per thread, where a lost wait is charged to
+ * its task's key.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@ struct task {
 
 static struct runq_bpf *rq;
 static int tp_mode;		/* the tracepoint path's state machine */
+static int keyed_mode;		/* --per-thread: losses charged to keys */
 static struct faketask_bpf *ft;
 static int ncpus, ntasks;
 static unsigned long long nr_switches[NCPUS];
@@ -180,6 +182,27 @@ static void task_exit(struct task *t, int seen)
 		run(rq->progs.runq_exit_raw, t->cpu, 1, t->addr, 0, 0, 0);
 }
 
+/* ,"charged":{"TID":N,...}: the lost waits charged to each thread's key. */
+static void print_charged(void)
+{
+	struct runq_hist_key k, *prev = NULL;
+	unsigned long long v[64];
+	const char *sep = "";
+
+	printf(",\"charged\":{");
+	while (!bpf_map_get_next_key(bpf_map__fd(rq->maps.runq_lost_keyed), prev, &k)) {
+		unsigned long long n = 0;
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_lost_keyed), &k, v))
+			for (int c = 0; c < ncpus && c < 64; c++)
+				n += v[c];
+		printf("%s\"%u\":%llu", sep, k.tid, n);
+		sep = ",";
+		prev = &k;
+	}
+	printf("}");
+}
+
 /* This step's counters and paired waits as one JSON line, with whether the
  * pid entry of t is left; then zero them. */
 static void report(const char *step, const struct task *t)
@@ -213,8 +236,10 @@ static void report(const char *step, const struct task *t)
 		memset(vals, 0, (size_t)ncpus * stride);
 		bpf_map_update_elem(bpf_map__fd(rq->maps.runq_hist), &k, vals, BPF_ANY);
 	}
-	printf("{\"step\":\"%s%s\",\"entry\":%d", tp_mode ? "tp_" : "", step,
-	       bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid, &entry) == 0);
+	printf("{\"step\":\"%s%s\",\"entry\":%d", tp_mode ? "tp_" : keyed_mode ? "keyed_" : "",
+	       step, bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid, &entry) == 0);
+	if (keyed_mode)
+		print_charged();
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
 		if (v[i])
 			printf(",\"%s\":%llu", lh_counter_info(i)->name, v[i]);
@@ -239,7 +264,13 @@ static void load(void)
 	bpf_map__set_value_size(rq->maps.runq_hist, vsz);
 	bpf_map__set_value_size(rq->maps.runq_hist_keyed, vsz);
 	bpf_map__set_value_size(rq->maps.lathist_zero_hist, vsz);
-	bpf_map__set_max_entries(rq->maps.runq_hist_keyed, 1);
+	bpf_map__set_max_entries(rq->maps.runq_hist_keyed, keyed_mode ? 64 : 1);
+	bpf_map__set_max_entries(rq->maps.runq_lost_keyed, keyed_mode ? 64 : 1);
+	rq->rodata->group = keyed_mode ? RUNQ_GROUP_THREAD : RUNQ_GROUP_TOTAL;
+	if (keyed_mode) {	/* preallocated, as the loader does where they are small */
+		bpf_map__set_map_flags(rq->maps.runq_hist_keyed, 0);
+		bpf_map__set_map_flags(rq->maps.runq_lost_keyed, 0);
+	}
 	bpf_map__set_max_entries(rq->maps.runq_pmu_keyed, 1);
 	bpf_map__set_max_entries(rq->maps.runq_pid_start, 1024);
 	rq->rodata->switch_has_prev_state = true;
@@ -452,6 +483,25 @@ static void tp_steps(void)
 	report("other_process_exits", x);
 }
 
+/* --per-thread: a lost wait is charged to its task's key, no other */
+static void keyed_steps(void)
+{
+	unsigned long long t0 = rq->bss->lh_start_ns;
+	struct task *idle[NCPUS], *a, *b;
+
+	boot(idle);
+	a = task(4001, t0 + 1, 0);
+	b = task(4002, t0 + 1, 0);
+	wakeup(a, 1, 1);
+	wakeup(b, 1, 1);
+	sw(0, a, 0, 0, 1);
+	sw(0, b, 0, 1, 1);			/* a sleeps, b runs: paired */
+	sw(0, a, 1, 0, 0);			/* b preempted, a back: no event */
+	sw(0, b, 0, 1, 1);			/* a sleeps, b's wait: no start, and a's
+						 * unseen switch-in */
+	report("losses_of_one_task", a);
+}
+
 int main(void)
 {
 	ncpus = libbpf_num_possible_cpus();
@@ -462,10 +512,14 @@ int main(void)
 	ft = faketask_bpf__open_and_load();
 	if (!ft)
 		die("open faketask");
-	for (tp_mode = 0; tp_mode < 2; tp_mode++) {
+	for (int part = 0; part < 3; part++) {
+		tp_mode = part == 1;
+		keyed_mode = part == 2;
 		load();
 		if (tp_mode)
 			tp_steps();
+		else if (keyed_mode)
+			keyed_steps();
 		else
 			raw_steps();
 		runq_bpf__destroy(rq);

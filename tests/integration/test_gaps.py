@@ -70,7 +70,13 @@ EXPECTED = {
     # -p: a wakeup's record names no process, so another process's task gets a start;
     # its exit counts nothing (it did count its every switch as missed_wait)
     "tp_other_process_exits": dict(starts_wakeup=1),
+    # --per-thread: a's unseen switch-in (missed_wait) is charged to a's key, b's switch-in
+    # without a start (its preemption unseen) to b's (histograms are keyed: hist_count 0)
+    "keyed_losses_of_one_task": dict(events=3, paired=2, starts_wakeup=2, slices=1, switches=3,
+                                     missed_switch=1, unpaired_no_start=1, missed_wait=1,
+                                     slice_unpaired=1),
 }
+CHARGED = {"keyed_losses_of_one_task": {"4001": 1, "4002": 1}}
 
 
 def test_synthetic_kernel_gaps():
@@ -85,9 +91,12 @@ def test_synthetic_kernel_gaps():
     for name, want in EXPECTED.items():
         got = dict(steps[name])
         hist_count, hist_max, entry = got.pop("hist_count"), got.pop("hist_max_ns"), got.pop("entry")
+        charged = got.pop("charged", None)
         check(got == want, f"{name}: counters {got}, want {want}")
-        check(hist_count == want.get("paired", 0), f"{name}: {hist_count} waits in the "
-                                                    f"histograms, paired {want.get('paired', 0)}")
+        check(charged == CHARGED.get(name), f"{name}: charged to keys {charged}")
+        if not name.startswith("keyed_"):
+            check(hist_count == want.get("paired", 0), f"{name}: {hist_count} waits in the "
+                                                        f"histograms, paired {want.get('paired', 0)}")
         # the steps' real waits last microseconds; the false one would be >= 5 ms
         check(hist_max < 5_000_000, f"{name}: a wait of {hist_max} ns was paired")
         check(entry == (name != "dead"), f"{name}: pid entry left: {entry}")
@@ -235,3 +244,29 @@ def test_quiet_run_says_what_it_could_not_see():
               f"gap line {line!r} vs {gap} missed of {loss['switches']} seen")
         for cpu, n in enumerate(loss["missed_switch_per_cpu"]):
             check((f"cpu {cpu}: {n}" in line) == (n > 0), f"cpu {cpu}: {n} vs {line!r}")
+
+
+def test_per_thread_bounds_use_their_own_losses():
+    """--per-thread: each histogram's L is the losses charged to its key plus those charged
+    to no key (a loss of one thread cannot be another's wait); its bounds follow the rule."""
+    p = subprocess.run([LATHIST, "runq", "--per-thread", "-d", "2", "-f", "json"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, p.stderr)
+    doc = json.loads(p.stdout)
+    loss = doc["loss"]
+    charged = loss.get("lost_charged_to_keys", 0)
+    per_key = {}
+    for h in doc["histograms"]:
+        k = (h["key"]["tid"], h["key"]["start_ns"])
+        check(per_key.setdefault(k, h["key_lost"]) == h["key_lost"],
+              f"two charges for one key: {h['key']}")
+        check(h["lost"] == h["key_lost"] + loss["lost"] - charged,
+              f"{h['name']} {h['key']}: L {h['lost']}, own {h['key_lost']}, run {loss['lost']}, "
+              f"charged to keys {charged}")
+        for name, q in (("p50", 500), ("p99", 990)):
+            low, high = bounds(h, q, h["lost"])
+            pc = h["percentiles"][name]
+            check(pc["low"]["lo_ns"] == low and (pc["high"] and pc["high"]["lo_ns"]) == high,
+                  f"{h['name']} {name}: {pc} vs low {low} high {high}")
+    check(sum(per_key.values()) <= charged <= loss["lost"],
+          f"keys' charges {sum(per_key.values())}, charged {charged}, lost {loss['lost']}")
