@@ -98,8 +98,9 @@ $(OUT)/tests/fakerq.bpf.o: tests/bpf/fakerq.bpf.c | $(OUT)/tests
 $(OUT)/tests/fakerq.skel.h: $(OUT)/tests/fakerq.bpf.o
 	$(BPFTOOL) gen skeleton $< name fakerq_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/tests/bio_synth: tests/bpf/bio_synth.c $(OUT)/tests/fakerq.skel.h $(OUT)/bio.skel.h
-	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(LIBS) -o $@
+$(OUT)/tests/bio_synth: tests/bpf/bio_synth.c $(OUT)/tests/fakerq.skel.h $(OUT)/bio.skel.h \
+		$(OUT)/bpfcommon.o
+	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(OUT)/bpfcommon.o $(LIBS) -o $@
 
 # the runq programs against fake tasks and runqueues, with events left out
 $(OUT)/tests/faketask.bpf.o: tests/bpf/faketask.bpf.c | $(OUT)/tests

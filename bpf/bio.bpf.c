@@ -444,6 +444,30 @@ int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_by
 }
 
 /*
+ * The end-of-run sweep (tp_btf, raw_tp; the loader runs it once just before
+ * its last read): an issued request whose struct the kernel has freed since
+ * (state MQ_RQ_IDLE, set by blk_mq_free_request() after block_rq_complete)
+ * completed with no event, and no later request in that struct showed it:
+ * missed_completion. One still in flight is left alone.
+ */
+SEC("iter/bpf_map_elem")
+int bio_sweep(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct bio_req *r = ctx->value;
+	__u64 *key = ctx->key;
+	struct request *rq;
+	__u32 buf;
+	struct lh_counters *c = lh_counters(&buf);
+
+	if (!c || !key || !r || !r->issued_ns || (r->flags & BIO_REQ_FILTERED))
+		return 0;
+	rq = (struct request *)*key;
+	if (bpf_core_field_exists(rq->state) && BPF_CORE_READ(rq, state) == MQ_RQ_IDLE)
+		c->v[LH_LOSS_MISSED_COMPLETION]++;
+	return 0;
+}
+
+/*
  * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
  *
  * Their records carry the disk, the start sector and the operation (rwbs),

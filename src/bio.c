@@ -285,6 +285,9 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_program__set_autoload(s->progs.bio_complete_tp, tp);
 	bpf_program__set_autoload(s->progs.bio_merge_tp, tp && p->has_merge);
 	bpf_program__set_autoload(s->progs.bio_frontmerge_tp, tp && !o->test_no_frontmerge);
+	/* the end-of-run sweep: a map iterator (5.9+), where task storage (5.11+)
+	 * says the kernel is new enough; the tracepoint path has no request pointers */
+	bpf_program__set_autoload(s->progs.bio_sweep, !tp && lh_probe_tp_btf_task_storage());
 	return value_size;
 }
 
@@ -452,6 +455,22 @@ static void skel_destroy(void *skel)
 
 static const struct lh_skel_ops skel_ops = { skel_open, skel_configure, skel_load, skel_destroy };
 
+/* Before the last read: the requests whose completion came with no event and
+ * that no later request in their struct showed (bpf/bio.bpf.c bio_sweep). */
+static void sweep(struct lh_session *s, bool last)
+{
+	struct bio_ctx *x = s->tool;
+	int err;
+
+	if (!last || !bpf_program__autoload(x->skel->progs.bio_sweep))
+		return;
+	err = lh_run_iter(x->skel->progs.bio_sweep, bpf_map__fd(x->skel->maps.bio_requests));
+	if (err)
+		fprintf(stderr, "lathist bio: the end-of-run sweep of requests in flight failed (%s): "
+			"a completion with no event of a request still tracked is not counted\n",
+			strerror(-err));
+}
+
 int bio_main(int argc, char **argv)
 {
 	struct bio_opts o;
@@ -476,6 +495,7 @@ int bio_main(int argc, char **argv)
 	grouping_name(o.group, grouping, sizeof(grouping));
 	init_meta(&s, &o, grouping);
 	s.read_hists = read_hists;
+	s.sweep = sweep;
 	s.format_record = format_record;
 	s.tool = &x;
 	err = lh_load_first(TOOL, &o.c, types, ntypes, &skel_ops, &x, &skel, &type, &value_size);

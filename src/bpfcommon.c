@@ -121,6 +121,31 @@ int lh_tp_nargs(const char *tp)
 	return n;
 }
 
+int lh_run_iter(struct bpf_program *prog, int map_fd)
+{
+	union bpf_iter_link_info info = { .map.map_fd = (__u32)map_fd };
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &info, .link_info_len = sizeof(info));
+	struct bpf_link *link = bpf_program__attach_iter(prog, map_fd >= 0 ? &o : NULL);
+	char buf[64];
+	ssize_t n = 0;
+	int fd, err = 0;
+
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+	} else {
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (n < 0)
+			err = -errno;
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	return err;
+}
+
 bool lh_btf_has_member(const char *type, const char *member)
 {
 	struct btf *btf = vmlinux_btf();

@@ -50,6 +50,13 @@ bool lh_tracefs_has(const char *event);
 /* Whether tp_btf programs with task local storage can run here (BTF, 5.11+). */
 bool lh_probe_tp_btf_task_storage(void);
 
+/*
+ * Run a loaded BPF iterator program once, to its end (over the elements of
+ * map_fd, or -1 for a task iterator), discarding its output. 0 or a negative
+ * errno.
+ */
+int lh_run_iter(struct bpf_program *prog, int map_fd);
+
 /* Does the kernel's BTF give struct `type` a member named `member` (e.g.
  * sched_entity::cfs_rq, there with CONFIG_FAIR_GROUP_SCHED)? False without BTF. */
 bool lh_btf_has_member(const char *type, const char *member);

@@ -680,26 +680,11 @@ static void sweep(struct lh_session *s, bool last)
 	struct runq_ctx *x = s->tool;
 	struct bpf_program *p = last ? x->skel->progs.runq_sweep_end :
 				       x->skel->progs.runq_sweep_start;
-	struct bpf_link *link;
-	char buf[64];
-	int fd, err = 0;
+	int err;
 
 	if (!bpf_program__autoload(p))
 		return;
-	link = bpf_program__attach_iter(p, NULL);
-	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
-	if (fd < 0) {
-		err = -errno;
-	} else {
-		ssize_t n;
-
-		while ((n = read(fd, buf, sizeof(buf))) > 0)
-			;
-		if (n < 0)
-			err = -errno;
-		close(fd);
-	}
-	bpf_link__destroy(link);
+	err = lh_run_iter(p, -1);
 	if (err)
 		fprintf(stderr, "lathist runq: the %s sweep of switch counts failed (%s): %s\n",
 			last ? "end-of-run" : "start", strerror(-err), last ?

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include "bio.h"
 #include "bio.skel.h"
+#include "bpfcommon.h"
 #include "counters.h"
 #include "fakerq.skel.h"
 #include "hist_slot.h"
@@ -192,6 +193,24 @@ int main(void)
 	run(bio->progs.bio_issue_raw, r, 0, 0, 1);
 	run(bio->progs.bio_complete_raw, r, 0, 8192, 3);
 	report("insert_after_missed_completion");
+
+	/* the end-of-run sweep: two requests issued, one whose struct the kernel
+	 * has freed since (state idle: its completion had no event), one still
+	 * in flight: one missed completion */
+	fake->bss->state = 1;		/* MQ_RQ_IN_FLIGHT */
+	r = fake_request_at(0, 4096, 0, 1600);
+	r2 = fake_request_at(1, 4096, 0, 2400);
+	run(bio->progs.bio_io_start_raw, r, 0, 0, 1);
+	run(bio->progs.bio_issue_raw, r, 0, 0, 1);
+	run(bio->progs.bio_io_start_raw, r2, 0, 0, 1);
+	run(bio->progs.bio_issue_raw, r2, 0, 0, 1);
+	fake->bss->state = 0;		/* MQ_RQ_IDLE */
+	fake_request_at(0, 4096, 0, 1600);
+	if (lh_run_iter(bio->progs.bio_sweep, bpf_map__fd(bio->maps.bio_requests))) {
+		fprintf(stderr, "bio_synth: the sweep did not run: %s\n", strerror(errno));
+		return 1;
+	}
+	report("sweep");
 
 	fakerq_bpf__destroy(fake);
 	bio_bpf__destroy(bio);

@@ -19,6 +19,7 @@ __u32 which;		/* in: which fake request */
 __u32 data_len;		/* in: its __data_len */
 __u32 cmd_flags;	/* in: its cmd_flags (REQ_OP_*) */
 __u64 sector;		/* in: its __sector */
+__u32 state;		/* in: its state (enum mq_rq_state) */
 __u64 addr;		/* out: its kernel address */
 
 SEC("raw_tp/sys_enter")
@@ -32,6 +33,7 @@ int fakerq_set(void *ctx)
 	rq->__data_len = data_len;
 	rq->cmd_flags = cmd_flags;
 	rq->__sector = sector;
+	rq->state = state;
 	addr = (__u64)rq;
 	return 0;
 }

@@ -45,23 +45,33 @@ def run_direct(devs, *tool_args_list):
     return rows, deltas, docs
 
 
+def closes(got, want, lost):
+    """A count against the truth: never more, fewer only by the losses the run reported."""
+    return got <= want <= got + lost
+
+
 def check_direct(dev, row, delta, doc):
     pid = row["pid"]
-    # per process: every request once, bytes taken at issue (C6: never 0)
+    lost = doc["loss"]["lost"]
+    # per process: every request once, bytes taken at issue (C6: never 0); a request whose
+    # completion had no event (a kernel gap) is missing only as a reported loss
     c, b = sums(doc, "total", pid=pid, disk=dev.name)
-    check(c == READS + WRITES, f"{dev.name}: pid {pid} total count {c}, want {READS + WRITES}")
-    check(b == READS * RSIZE + WRITES * WSIZE,
+    check(closes(c, READS + WRITES, lost),
+          f"{dev.name}: pid {pid} total count {c}, want {READS + WRITES}, lost {lost}")
+    check(b == READS * RSIZE + WRITES * WSIZE or (lost and b < READS * RSIZE + WRITES * WSIZE),
           f"{dev.name}: pid {pid} bytes {b}, want {READS * RSIZE + WRITES * WSIZE}")
     for op, n, size in (("read", READS, RSIZE), ("write", WRITES, WSIZE)):
         c, b = sums(doc, "total", pid=pid, disk=dev.name, op=op)
-        check(c == n and b == n * size, f"{dev.name}: pid {pid} {op}: {c} requests {b} bytes")
+        check(closes(c, n, lost) and b == c * size,
+              f"{dev.name}: pid {pid} {op}: {c} requests {b} bytes, lost {lost}")
         d, _ = sums(doc, "device", pid=pid, disk=dev.name, op=op)
         q, _ = sums(doc, "queue", pid=pid, disk=dev.name, op=op)
-        check(d == n and q == n, f"{dev.name} {op}: device {d} queue {q}, want {n} each")
+        check(d == c and q == c, f"{dev.name} {op}: device {d} queue {q}, want {c} each")
     # per disk: the kernel's own completed-request counts
     for op, i in (("read", 0), ("write", 1)):
         c, _ = sums(doc, "total", disk=dev.name, op=op)
-        check(c == delta[i], f"{dev.name}: {op} requests {c} vs /sys/block stat delta {delta[i]}")
+        check(closes(c, delta[i], lost),
+              f"{dev.name}: {op} requests {c} vs /sys/block stat delta {delta[i]}, lost {lost}")
     for h in doc["histograms"]:
         if h["key"].get("disk") == dev.name and h["count"]:
             check(h["max_ns"] < 10e9, f"absurd latency {h['max_ns']} in {h['key']}")
@@ -87,7 +97,13 @@ def test_direct_io_every_scheduler():
                     check_direct(dev, rows[0], deltas[0], doc)
                 except AssertionError as e:
                     raise AssertionError(f"scheduler {sched}, {attach}: {e}") from None
-                check(doc["loss"]["lost"] == 0, f"{sched} {attach}: losses {doc['loss']}")
+                # nothing lost but what a kernel gap took (the counts above close with it):
+                # on the tracepoint path a completion with no event leaves its key held,
+                # and the next request at that sector replaces it (overwritten_start)
+                loss = doc["loss"]
+                gap = loss["missed_completion"] + loss["prog_missed"] + \
+                    (loss["overwritten_start"] if attach == "tracepoint" else 0)
+                check(loss["lost"] == gap, f"{sched} {attach}: losses {loss}")
 
 
 def test_two_loop_devices_same_sectors():
@@ -118,10 +134,12 @@ def test_disk_and_pid_filters():
     procs = {h["key"]["pid"] for h in docs[0]["histograms"]}
     check(pids[0] in procs and pids[1] not in procs, f"--disk {a.name}: processes {procs}")
     c, b = sums(docs[0], "total", pid=pids[0])
-    check(c == READS + WRITES, f"--disk: {c} requests")
+    check(closes(c, READS + WRITES, docs[0]["loss"]["lost"]),
+          f"--disk: {c} requests, {docs[0]['loss']}")
     c, b = sums(docs[1], "total")
-    check(c == READS + WRITES and b == READS * RSIZE + WRITES * WSIZE,
-          f"-p: {c} requests, {b} bytes")
+    check(closes(c, READS + WRITES, docs[1]["loss"]["lost"]) and
+          (c < READS + WRITES or b == READS * RSIZE + WRITES * WSIZE),
+          f"-p: {c} requests, {b} bytes, {docs[1]['loss']}")
     check(all(h["key"] == {} for h in docs[1]["histograms"]), "total grouping has keys")
     check(docs[1]["meta"]["filters"]["pid"] == pids[1], "filters in meta")
     check(docs[1]["loss"]["filtered"] >= READS + WRITES, f"filtered {docs[1]['loss']}")
@@ -238,6 +256,12 @@ def test_partial_completion_and_pointer_reuse():
     delta = {k: s[k] - prev[k] for k in ("created", "missed_completion", "paired", "lost")}
     check(delta == {"created": 2, "missed_completion": 1, "paired": 1, "lost": 1},
           f"insert after a missed completion {delta}")
+    # the end-of-run sweep: of two issued requests, the one the kernel freed since (its
+    # completion had no event) is a missed completion, the one in flight is not
+    prev, s = s, steps["sweep"]
+    delta = {k: s[k] - prev[k] for k in ("created", "missed_completion", "paired", "lost")}
+    check(delta == {"created": 2, "missed_completion": 1, "paired": 0, "lost": 1},
+          f"sweep {delta}")
 
 
 def test_full_maps_are_losses():
