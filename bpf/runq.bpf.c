@@ -1084,6 +1084,9 @@ int runq_sweep_end(struct bpf_iter__task *ctx)
 	tid = BPF_CORE_READ(t, pid);
 	if (!tid || !task_selected(t, tid, BPF_CORE_READ(t, tgid)))
 		return 0;
+	/* the tids it saw, for the loader: a task /proc shows and this does not
+	 * was hidden from it (hidden_tasks) */
+	bpf_seq_write(ctx->meta->seq, &tid, sizeof(tid));
 	s = sweep_state(t, tid, false, c);
 	if (!s || !(s->flags & RUNQ_ACC_OK))
 		return 0;

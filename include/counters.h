@@ -31,6 +31,7 @@ enum lh_counter {
 	/* kernel gaps: what the kernel did without an event (not events lost by us;
 	 * the waits they cost are counted in the loss classes below) */
 	LH_GAP_MISSED_SWITCH,	/* runq: context switches with no sched_switch event */
+	LH_GAP_HIDDEN_TASKS,	/* runq: traced tasks the kernel's task iterator did not show */
 	/* losses: each keeps an event out of the histograms */
 	LH_LOSS_UNPAIRED,	/* end with a record but no start */
 	LH_LOSS_OVERWRITTEN,	/* start replaced by a newer start of the same wait/key */

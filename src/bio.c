@@ -464,7 +464,8 @@ static void sweep(struct lh_session *s, bool last)
 
 	if (!last || !bpf_program__autoload(x->skel->progs.bio_sweep))
 		return;
-	err = lh_run_iter(x->skel->progs.bio_sweep, bpf_map__fd(x->skel->maps.bio_requests));
+	err = lh_run_iter(x->skel->progs.bio_sweep, bpf_map__fd(x->skel->maps.bio_requests), NULL,
+			  NULL);
 	if (err)
 		fprintf(stderr, "lathist bio: the end-of-run sweep of requests in flight failed (%s): "
 			"a completion with no event of a request still tracked is not counted\n",

@@ -121,27 +121,35 @@ int lh_tp_nargs(const char *tp)
 	return n;
 }
 
-int lh_run_iter(struct bpf_program *prog, int map_fd)
+int lh_run_iter(struct bpf_program *prog, int map_fd, char **out, size_t *len)
 {
 	union bpf_iter_link_info info = { .map.map_fd = (__u32)map_fd };
 	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &info, .link_info_len = sizeof(info));
 	struct bpf_link *link = bpf_program__attach_iter(prog, map_fd >= 0 ? &o : NULL);
-	char buf[64];
+	char buf[4096];
+	FILE *f = NULL;
 	ssize_t n = 0;
 	int fd, err = 0;
 
 	if (!link)
 		return -errno;
+	if (out && !(f = open_memstream(out, len))) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
 	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0) {
 		err = -errno;
 	} else {
 		while ((n = read(fd, buf, sizeof(buf))) > 0)
-			;
+			if (f && fwrite(buf, 1, (size_t)n, f) != (size_t)n)
+				err = -ENOMEM;
 		if (n < 0)
 			err = -errno;
 		close(fd);
 	}
+	if (f && fclose(f) && !err)
+		err = -ENOMEM;
 	bpf_link__destroy(link);
 	return err;
 }

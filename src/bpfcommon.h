@@ -52,10 +52,10 @@ bool lh_probe_tp_btf_task_storage(void);
 
 /*
  * Run a loaded BPF iterator program once, to its end (over the elements of
- * map_fd, or -1 for a task iterator), discarding its output. 0 or a negative
- * errno.
+ * map_fd, or -1 for a task iterator). Its output goes to *out (malloc'd, *len
+ * bytes) when out is given, else is discarded. 0 or a negative errno.
  */
-int lh_run_iter(struct bpf_program *prog, int map_fd);
+int lh_run_iter(struct bpf_program *prog, int map_fd, char **out, size_t *len);
 
 /* Does the kernel's BTF give struct `type` a member named `member` (e.g.
  * sched_entity::cfs_rq, there with CONFIG_FAIR_GROUP_SCHED)? False without BTF. */

@@ -31,6 +31,7 @@ static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_SLICES] = { "slices", "on-CPU slices in the oncpu histograms", false, R, false, LH_FEAT_ONCPU },
 	[LH_EV_SWITCHES] = { "switches", "sched_switch events seen (all tasks, all CPUs)", false, R, false },
 	[LH_GAP_MISSED_SWITCH] = { "missed_switch", "context switches lathist saw no sched_switch event of (rq->nr_switches moved more, or prev was not the CPU's last next): the kernel fired none, or skipped lathist's program (prog_missed)", false, R, false, 0, 0, true },
+	[LH_GAP_HIDDEN_TASKS] = { "hidden_tasks", "traced tasks (per /proc, alive all through the end-of-run sweep) the kernel's task iterator did not show: their waits after their last event seen are not counted", false, R, false, 0, 0, true },
 	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "switch-ins (completions) whose start no event showed", true, A, true, 0, EV },
 	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced by a newer start of the same wait (bio tracepoint path: of another request with the same disk, op and sector)", true, A, false, 0, EV },
 	[LH_LOSS_MISSED_SWITCH_IN] = { "missed_switch_in", "starts whose switch-in no event showed (the task's switch count moved): dropped, never paired", true, R, false, 0, EV },

@@ -186,10 +186,18 @@ static void print_header(FILE *f, const struct lh_meta *m)
 static void print_gaps(FILE *f, const struct lh_report *r)
 {
 	uint64_t missed = r->counters[LH_GAP_MISSED_SWITCH], seen = r->counters[LH_EV_SWITCHES];
+	uint64_t hidden = r->counters[LH_GAP_HIDDEN_TASKS];
 	char share[16];
 	const char *sep = "";
 
-	if (!(r->meta.tool_bit & LH_TOOL_RUNQ) || !missed)
+	if (!(r->meta.tool_bit & LH_TOOL_RUNQ))
+		return;
+	if (hidden)
+		fprintf(f, "KERNEL GAP: %" PRIu64 " traced task%s hidden from the end-of-run check (the "
+			"kernel's task iterator did not show %s):\ntheir waits after their last event seen "
+			"are not counted.\n", hidden, hidden == 1 ? " was" : "s were",
+			hidden == 1 ? "it" : "them");
+	if (!missed)
 		return;
 	fprintf(f, "KERNEL GAP: %" PRIu64 " of %" PRIu64 " context switches (%s) had no sched_switch "
 		"event (", missed, lh_add_sat(seen, missed),

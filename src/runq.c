@@ -5,6 +5,7 @@
  * read-only options -> choose variant and size maps -> load -> attach ->
  * loop (flip buffer, read, render) -> cleanup.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,7 @@ struct runq_ctx {
 	bool has_storage;	/* BPF task storage: tp_btf can run */
 	struct key_lost *lost;	/* per process/thread: the keys' lost waits of one read */
 	size_t nlost, lost_cap;
+	uint64_t hidden;	/* traced tasks the end sweep did not see (hidden_tasks) */
 };
 
 static const char *group_name(enum runq_group g)
@@ -461,6 +463,13 @@ static int add_lost(struct lh_session *s, const void *k, const void *values)
 	return 0;
 }
 
+static int by_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int by_key(const void *a, const void *b)
 {
 	return memcmp(a, b, sizeof(struct runq_hist_key));
@@ -593,6 +602,9 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 	}
 	if (!err && x->o->npmu)
 		err = read_pmu(s, buf);
+	/* the end sweep's finding, with the last read */
+	s->report.counters[LH_GAP_HIDDEN_TASKS] = x->hidden;
+	x->hidden = 0;
 	return err;
 }
 
@@ -675,21 +687,112 @@ static int fill_counters(struct runq_ctx *x)
  * its baseline, before the last read the waits no event showed. A failure is
  * said (the run goes on as it would without it).
  */
+/* The tids /proc shows of the tasks -p / -t select (every task without them),
+ * sorted, into *out (malloc'd); how many, or -1. */
+static long proc_tids(const struct runq_opts *o, uint32_t **out)
+{
+	uint32_t *v = NULL;
+	size_t n = 0, cap = 0;
+	DIR *procs, *tasks;
+	struct dirent *p, *t;
+	char path[64];
+
+	procs = opendir("/proc");
+	if (!procs)
+		return -1;
+	while ((p = readdir(procs))) {
+		uint32_t pid;
+
+		if (lh_parse_u32(p->d_name, 1, UINT32_MAX, &pid) ||
+		    (o->c.pid && pid != o->c.pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/task", pid);
+		tasks = opendir(path);
+		while (tasks && (t = readdir(tasks))) {
+			uint32_t tid;
+
+			if (lh_parse_u32(t->d_name, 1, UINT32_MAX, &tid) || (o->tid && tid != o->tid))
+				continue;
+			if (n == cap) {
+				uint32_t *nv = realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
+
+				if (!nv) {
+					closedir(tasks);
+					closedir(procs);
+					free(v);
+					return -1;
+				}
+				v = nv;
+			}
+			v[n++] = tid;
+		}
+		if (tasks)
+			closedir(tasks);
+	}
+	closedir(procs);
+	if (n)
+		qsort(v, n, sizeof(*v), by_u32);
+	*out = v;
+	return (long)n;
+}
+
+/*
+ * Traced tasks the end sweep did not see: in /proc before and after it (alive
+ * all through), not among the tids it wrote (seen, n of them). Not checked
+ * under --cgroup (membership is not read from /proc here): 0.
+ */
+static uint64_t hidden_tasks(const struct runq_opts *o, const uint32_t *before, long nb,
+			     const uint32_t *seen, size_t n)
+{
+	uint32_t *after = NULL;
+	uint64_t hidden = 0;
+	long na;
+
+	if (o->c.cgroup_id || nb < 0 || (na = proc_tids(o, &after)) < 0)
+		return 0;
+	for (long i = 0; i < nb; i++)
+		if (bsearch(&before[i], after, (size_t)na, sizeof(*after), by_u32) &&
+		    !bsearch(&before[i], seen, n, sizeof(*seen), by_u32))
+			hidden++;
+	free(after);
+	return hidden;
+}
+
+/*
+ * Run a sweep of every task's switch count (bpf/runq.bpf.c): at the start
+ * its baseline, before the last read the waits no event showed, and the
+ * traced tasks the kernel's task iterator hid from it. A failure is said (the
+ * run goes on as it would without it).
+ */
 static void sweep(struct lh_session *s, bool last)
 {
 	struct runq_ctx *x = s->tool;
 	struct bpf_program *p = last ? x->skel->progs.runq_sweep_end :
 				       x->skel->progs.runq_sweep_start;
+	uint32_t *before = NULL;
+	char *seen = NULL;
+	size_t len = 0;
+	long nb = -1;
 	int err;
 
 	if (!bpf_program__autoload(p))
 		return;
-	err = lh_run_iter(p, -1);
+	if (last)
+		nb = proc_tids(x->o, &before);
+	err = lh_run_iter(p, -1, last ? &seen : NULL, &len);
 	if (err)
 		fprintf(stderr, "lathist runq: the %s sweep of switch counts failed (%s): %s\n",
 			last ? "end-of-run" : "start", strerror(-err), last ?
 			"waits no event showed since each task's last event are not counted" :
 			"waits of a task before its first event seen are not counted");
+	else if (last && len >= sizeof(uint32_t)) {
+		qsort(seen, len / sizeof(uint32_t), sizeof(uint32_t), by_u32);
+		x->hidden = hidden_tasks(x->o, before, nb, (uint32_t *)seen, len / sizeof(uint32_t));
+	} else if (last) {
+		x->hidden = hidden_tasks(x->o, before, nb, NULL, 0);
+	}
+	free(before);
+	free(seen);
 }
 
 /* One --slower-than record as a text or JSON line (lh_format_record_fn). */

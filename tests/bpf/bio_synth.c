@@ -206,7 +206,7 @@ int main(void)
 	run(bio->progs.bio_issue_raw, r2, 0, 0, 1);
 	fake->bss->state = 0;		/* MQ_RQ_IDLE */
 	fake_request_at(0, 4096, 0, 1600);
-	if (lh_run_iter(bio->progs.bio_sweep, bpf_map__fd(bio->maps.bio_requests))) {
+	if (lh_run_iter(bio->progs.bio_sweep, bpf_map__fd(bio->maps.bio_requests), NULL, NULL)) {
 		fprintf(stderr, "bio_synth: the sweep did not run: %s\n", strerror(errno));
 		return 1;
 	}

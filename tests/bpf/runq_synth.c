@@ -20,9 +20,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "counters.h"
+#include "bpfcommon.h"
 #include "counters_user.h"
 #include "faketask.skel.h"
 #include "hist_slot.h"
@@ -44,6 +46,7 @@ struct task {
 static struct runq_bpf *rq;
 static int tp_mode;		/* the tracepoint path's state machine */
 static int keyed_mode;		/* --per-thread: losses charged to keys */
+static int sweep_pid;		/* the sweeps alone, tracing (-p) this real process */
 static struct faketask_bpf *ft;
 static int ncpus, ntasks;
 static unsigned long long nr_switches[NCPUS];
@@ -204,7 +207,7 @@ static void print_charged(void)
 }
 
 /* This step's counters and paired waits as one JSON line, with whether the
- * pid entry of t is left; then zero them. */
+ * pid entry of t is left (no t: the caller began the line); then zero them. */
 static void report(const char *step, const struct task *t)
 {
 	size_t hsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0), stride = (hsz + 7) & ~7UL;
@@ -236,8 +239,11 @@ static void report(const char *step, const struct task *t)
 		memset(vals, 0, (size_t)ncpus * stride);
 		bpf_map_update_elem(bpf_map__fd(rq->maps.runq_hist), &k, vals, BPF_ANY);
 	}
-	printf("{\"step\":\"%s%s\",\"entry\":%d", tp_mode ? "tp_" : keyed_mode ? "keyed_" : "",
-	       step, bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid, &entry) == 0);
+	if (t) {
+		printf("{\"step\":\"%s%s\",\"entry\":%d", tp_mode ? "tp_" : keyed_mode ? "keyed_" : "",
+		       step, bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid,
+						 &entry) == 0);
+	}
 	if (keyed_mode)
 		print_charged();
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
@@ -278,10 +284,15 @@ static void load(void)
 	rq->rodata->tp_classic = tp_mode;
 	rq->rodata->filter_tgid = tp_mode ? TP_TGID : 0;
 	rq->rodata->pmu_ncpus = (unsigned int)ncpus;
-	/* only raw_tp programs can be test-run */
+	/* only raw_tp programs can be test-run; the sweeps are task iterators */
 	bpf_object__for_each_program(p, rq->obj)
-		bpf_program__set_autoload(p, strstr(bpf_program__name(p), "_raw") != NULL);
+		bpf_program__set_autoload(p, !sweep_pid && strstr(bpf_program__name(p), "_raw"));
 	bpf_program__set_autoload(rq->progs.runq_wakeup_pid_test, tp_mode);
+	bpf_program__set_autoload(rq->progs.runq_sweep_start, sweep_pid);
+	bpf_program__set_autoload(rq->progs.runq_sweep_end, sweep_pid);
+	rq->rodata->use_task_storage = sweep_pid;
+	if (sweep_pid)
+		rq->rodata->filter_tgid = (unsigned int)sweep_pid;
 	if (runq_bpf__load(rq))
 		die("load runq");
 	memset(nr_switches, 0, sizeof(nr_switches));
@@ -502,6 +513,100 @@ static void keyed_steps(void)
 	report("losses_of_one_task", a);
 }
 
+/* A real process's switch count (voluntary + nonvoluntary) and state letter. */
+static unsigned long long real_switches(int pid, char *state)
+{
+	unsigned long long n = 0, v;
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+			n += v;
+		if (state)
+			sscanf(line, "State: %c", state);
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Wait until the process is asleep (blocked in its read) with a switch count past n. */
+static unsigned long long wait_asleep(int pid, unsigned long long n)
+{
+	unsigned long long now;
+	char state = 0;
+
+	for (int i = 0; i < 2000; i++) {
+		now = real_switches(pid, &state);
+		if (state == 'S' && now > n)
+			return now;
+		sleep_ms(1);
+	}
+	die("child never slept");
+	return 0;
+}
+
+/*
+ * The sweeps alone, no event program attached, on a real child blocked in a
+ * read: the start gives it its switch count as a baseline, it is woken 5 times
+ * (no event seen), the end counts every switch-in since as missed_wait and
+ * writes the tids it saw. The kernel's own count (/proc) is the truth.
+ */
+static void sweep_steps(int wr)
+{
+	unsigned long long n0, n1;
+	char *seen = NULL;
+	size_t len = 0;
+
+	n0 = wait_asleep(sweep_pid, 0);
+	if (lh_run_iter(rq->progs.runq_sweep_start, -1, NULL, NULL))
+		die("start sweep");
+	n0 = real_switches(sweep_pid, NULL);
+	n1 = n0;
+	for (int i = 0; i < 5; i++) {
+		if (write(wr, "x", 1) != 1)
+			die("write");
+		n1 = wait_asleep(sweep_pid, n1);
+	}
+	if (lh_run_iter(rq->progs.runq_sweep_end, -1, &seen, &len))
+		die("end sweep");
+	printf("{\"step\":\"sweeps\",\"switch_ins\":%llu,\"seen\":%s", n1 - n0,
+	       len == sizeof(unsigned int) && *(unsigned int *)seen == (unsigned int)sweep_pid ?
+	       "true" : "false");
+	free(seen);
+	report("sweeps", NULL);
+}
+
+/* A child that blocks reading a pipe until it closes; the sweeps on it. */
+static void sweep_part(void)
+{
+	int fds[2], status;
+	char c;
+
+	if (pipe(fds))
+		die("pipe");
+	sweep_pid = fork();
+	if (sweep_pid < 0)
+		die("fork");
+	if (!sweep_pid) {
+		close(fds[1]);
+		while (read(fds[0], &c, 1) == 1)
+			;
+		_exit(0);
+	}
+	close(fds[0]);
+	tp_mode = keyed_mode = 0;
+	load();
+	sweep_steps(fds[1]);
+	close(fds[1]);
+	waitpid(sweep_pid, &status, 0);
+	runq_bpf__destroy(rq);
+}
+
 int main(void)
 {
 	ncpus = libbpf_num_possible_cpus();
@@ -524,6 +629,7 @@ int main(void)
 			raw_steps();
 		runq_bpf__destroy(rq);
 	}
+	sweep_part();
 	faketask_bpf__destroy(ft);
 	return 0;
 }

@@ -87,6 +87,12 @@ def test_synthetic_kernel_gaps():
     for line in p.stdout.splitlines():
         d = json.loads(line)
         steps[d.pop("step")] = d
+    # the sweeps alone on a real child woken 5 times with no event program attached: every
+    # switch-in the kernel counted (/proc) since the start sweep is missed_wait, and the
+    # end sweep saw the child
+    sw = steps.pop("sweeps", None)
+    check(sw and sw["switch_ins"] >= 5 and sw.get("missed_wait") == sw["switch_ins"] and
+          sw["seen"], f"sweeps: {sw}")
     check(list(steps) == list(EXPECTED), f"steps {list(steps)}")
     for name, want in EXPECTED.items():
         got = dict(steps[name])
@@ -172,12 +178,21 @@ def test_pid1_threads_close_within_losses():
         counts = {}
         for h in doc["histograms"]:
             counts[h["key"]["tid"]] = counts.get(h["key"]["tid"], 0) + h["count"]
+        # this VM's kernel hides PID 1's threads from BPF task iterators too: then
+        # lathist must say so (hidden_tasks, checked against /proc), and their waits
+        # after their last event seen cannot be counted; elsewhere nothing is hidden
+        alive = [t for t in outer0 if t in outer1]
+        hidden = doc["loss"]["hidden_tasks"]
+        check(hidden in (0, len(alive)), f"{attach}: {hidden} hidden of PID 1's "
+                                         f"{len(alive)} threads")
         budget = doc["loss"]["lost"]
         for tid in inner1:
             got = counts.get(tid, 0)
             inner = inner1[tid][0] - inner0.get(tid, (0, 0))[0]
             outer = outer1.get(tid, inner1[tid])[1] - outer0.get(tid, (0, 0))[1] + 1
             check(got <= outer, f"{attach}: PID 1 thread {tid}: {got} waits, pcount grew {outer}")
+            if hidden:
+                continue
             budget -= max(0, inner - got)
             check(budget >= 0, f"{attach}: PID 1 thread {tid}: {got} waits, pcount grew "
                                f"{inner}: more missing than the {doc['loss']['lost']} losses "
@@ -227,6 +242,10 @@ def test_quiet_run_says_what_it_could_not_see():
         check(h["lost"] == lost, f"{h['name']}: lost {h['lost']}, the run lost {lost} "
                                  f"(every class here may hold a wait)")
         check(h["max_ns_high"] == (h["max_ns"] if not lost else None), f"max bound {h}")
+        if not h["count"]:	# no percentile: the text says the losses could be here
+            check(not lost or f"(no events; {lost} lost could have been here)" in text,
+                  f"empty {h['name']}: {text[-400:]}")
+            continue
         for name, q in (("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)):
             pc = h["percentiles"][name]
             low, high = bounds(h, q, lost)
@@ -236,8 +255,13 @@ def test_quiet_run_says_what_it_could_not_see():
             if lost:
                 line = next((l for l in text.splitlines() if l.strip().startswith(name + " ")), "")
                 check(f"{lost} lost" in line, f"{name}: no bound in the text: {line!r}")
+    hidden = loss["hidden_tasks"]
+    line = next((l for l in text.splitlines() if l.startswith("KERNEL GAP:") and "hidden" in l), None)
+    check((hidden > 0) == (line is not None) and (not hidden or line.startswith(
+          f"KERNEL GAP: {hidden} traced task")), f"hidden_tasks {hidden}, text line {line!r}")
     gap = loss["missed_switch"]
-    line = next((l for l in text.splitlines() if l.startswith("KERNEL GAP:")), None)
+    line = next((l for l in text.splitlines() if l.startswith("KERNEL GAP:") and
+                 "context switches" in l), None)
     check((gap > 0) == (line is not None), f"missed_switch {gap}, text line {line!r}")
     if gap:
         check(line.startswith(f"KERNEL GAP: {gap} of {gap + loss['switches']} context switches"),
