@@ -169,14 +169,15 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 	if (lh_counter_info(LH_GAP_MISSED_SWITCH)->tools & m->tool_bit) {
 		snprintf(name, sizeof(name), "lathist_%s_kernel_gaps_total", m->tool);
 		family(f, strict, name, "counter", NULL,
-		       "What the kernel did with no event: missed_switch, context switches with no "
-		       "sched_switch event, per CPU (their waits are in the losses); hidden_tasks, "
-		       "traced tasks its task iterator did not show at the end of the run.");
+		       "What the kernel did with no event, per CPU: missed_switch, context "
+		       "switches with no sched_switch event (their waits are in the losses).");
 		for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++)
 			fprintf(f, "%s{class=\"missed_switch\",cpu=\"%u\"} %" PRIu64 "\n", name, cpu,
 				r->gap_cpu[cpu]);
-		fprintf(f, "%s{class=\"hidden_tasks\"} %" PRIu64 "\n", name,
-			r->counters[LH_GAP_HIDDEN_TASKS]);
+		snprintf(name, sizeof(name), "lathist_%s_hidden_tasks", m->tool);
+		family(f, strict, name, "gauge", NULL, "Traced tasks the kernel's task iterator "
+		       "did not show at the end of the run (their last waits are not counted).");
+		fprintf(f, "%s %" PRIu64 "\n", name, r->counters[LH_GAP_HIDDEN_TASKS]);
 	}
 	snprintf(name, sizeof(name), "lathist_%s_duration_seconds", m->tool);
 	family(f, strict, name, "gauge", "seconds", "Time this aggregate covers.");
