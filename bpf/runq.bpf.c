@@ -270,8 +270,10 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 }
 
 /* A sweep's view of t's state, made when create: its task storage on tp_btf,
- * its pid entry (of this very task) on the others. A failure is not counted:
- * no event was lost. */
+ * its pid entry (of this very task) on the others. Not start_get(): a sweep
+ * runs beside the programs and must not take over another task's pid entry
+ * (its stale start is counted at that pid's next event) nor count a failure
+ * (no event was lost; full map: start_e2big is for starts). */
 static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u32 tid,
 						      bool create, struct lh_counters *c)
 {
@@ -345,14 +347,19 @@ static __always_inline void account(struct runq_start *s, struct task_struct *t,
 	s->flags |= RUNQ_SEEN;
 	if (!(s->flags & RUNQ_ACC_OK)) {
 		s->flags |= RUNQ_ACC_OK;
-		/* under --cgroup a task may have joined since its birth; a pid taken
-		 * over from another task came with that task's start time */
-		s->acc = born_in_trace(t, btf) && !filter_cgroup_id &&
-			 !(s->flags & RUNQ_TAKEN_OVER) ? 0 : base;
+		/* the start sweep's count; else under --cgroup a task may have
+		 * joined since its birth, and a pid taken over from another task
+		 * came with that task's start time */
+		if (s->swept)
+			s->acc = s->sweep_acc;
+		else
+			s->acc = born_in_trace(t, btf) && !filter_cgroup_id &&
+				 !(s->flags & RUNQ_TAKEN_OVER) ? 0 : base;
 	}
-	if (n > s->acc)
+	if (n > s->acc) {	/* never lower: a sweep may have read ahead */
 		unseen = n - s->acc;
-	s->acc = n;
+		s->acc = n;
+	}
 	if (!unseen && !s->dropped)	/* the common case: nothing unseen */
 		return;
 	unseen = unseen > s->dropped ? unseen - s->dropped : 0;
@@ -1029,37 +1036,75 @@ int BPF_PROG(runq_exit_raw, struct task_struct *p)
 }
 
 /*
- * The sweeps: task iterators the loader runs with the programs running, once
- * just after tracing begins and once just before its last read. A task's
- * switch-ins so far are its switch count, plus one while it runs (on_cpu is
- * set only after sched_switch's tracepoint, so a switch-in being traced now is
- * not counted twice).
- *
- * The first gives every traced task a baseline (acc), not marked seen, so
- * that the switch-ins of a task none of whose events is ever seen (PID 1's
- * threads on some VMs) are still counted. On the pid-keyed paths it does so
- * only under -p, -t or --cgroup: the map (--max-tasks) is not filled with
- * every task of the system.
+ * ---- The sweeps: task iterators the loader runs with the programs running,
+ * once just after tracing begins and once just before its last read ----
+ */
+
+/*
+ * t's switch-ins so far, read in a sweep while it may be switching on another
+ * CPU: its switch count, plus one while it runs. False when that cannot be
+ * read consistently: the count moved between two reads, or it is on a CPU
+ * whose rq->curr is not t (in __schedule() the count moves and rq->curr
+ * changes before sched_switch, on_cpu is cleared only in
+ * finish_task_switch()): its own events account it.
+ */
+static __always_inline bool sweep_switch_ins(struct task_struct *t, __u64 *n)
+{
+	__u64 before = switch_count(t, false), after;
+	bool running = task_on_cpu(t, false);
+	struct rq *rq;
+
+	after = switch_count(t, false);
+	if (before != after)
+		return false;
+	if (running) {
+		rq = bpf_core_field_exists(t->se.cfs_rq) ? BPF_CORE_READ(t, se.cfs_rq, rq) : NULL;
+		if (!rq || BPF_CORE_READ(rq, curr) != t)
+			return false;
+	}
+	*n = after + running;
+	return true;
+}
+
+/* The sweep's task if it is traced: its pid in *tid; NULL otherwise. */
+static __always_inline struct task_struct *sweep_task(struct bpf_iter__task *ctx, __u32 *tid)
+{
+	struct task_struct *t = ctx->task;
+
+	if (!t)
+		return NULL;
+	*tid = BPF_CORE_READ(t, pid);
+	if (!*tid || !task_selected(t, *tid, BPF_CORE_READ(t, tgid)))
+		return NULL;
+	return t;
+}
+
+/*
+ * The first gives every traced task a baseline (sweep_acc, taken as acc at its
+ * first event seen), so that the switch-ins of a task none of whose events is
+ * seen for a while (PID 1's threads on some VMs) are still counted. On the
+ * pid-keyed paths it does so only under -p, -t or --cgroup: the map
+ * (--max-tasks) is not filled with every task of the system.
  */
 SEC("iter/task")
 int runq_sweep_start(struct bpf_iter__task *ctx)
 {
-	struct task_struct *t = ctx->task;
 	struct runq_start *s;
+	struct task_struct *t;
 	__u32 tid, buf;
 	struct lh_counters *c = lh_counters(&buf);
+	__u64 n;
 
-	if (!c || !t)
+	if (!c || (!use_task_storage && !TASK_FILTERS && !filter_tid))
 		return 0;
-	if (!use_task_storage && !TASK_FILTERS && !filter_tid)
-		return 0;
-	tid = BPF_CORE_READ(t, pid);
-	if (!tid || !task_selected(t, tid, BPF_CORE_READ(t, tgid)))
+	t = sweep_task(ctx, &tid);
+	if (!t)
 		return 0;
 	s = sweep_state(t, tid, true, c);
-	if (s && !(s->flags & RUNQ_ACC_OK)) {
-		s->acc = switch_count(t, false) + (task_on_cpu(t, false) ? 1 : 0);
-		s->flags |= RUNQ_ACC_OK;
+	/* the programs own acc and flags once they have seen the task */
+	if (s && !(s->flags & RUNQ_ACC_OK) && sweep_switch_ins(t, &n)) {
+		s->sweep_acc = n;
+		s->swept = 1;
 	}
 	return 0;
 }
@@ -1068,30 +1113,52 @@ int runq_sweep_start(struct bpf_iter__task *ctx)
  * The second: every task's switch-ins that its count shows beyond what was
  * accounted are waits no event showed (else a task whose switch-outs are not
  * reported keeps its last unseen waits until an event of it that never
- * comes). A start pending is left alone: a wait in flight.
+ * comes); a start whose switch-in came unseen is dropped here, as its next
+ * switch-out would. A start pending is a wait in flight. Counters are added
+ * atomically: a program on this CPU may interrupt the sweep.
  */
 SEC("iter/task")
 int runq_sweep_end(struct bpf_iter__task *ctx)
 {
-	struct task_struct *t = ctx->task;
+	__u64 n, running, unseen, dropped = 0, *acc;
 	struct runq_start *s;
+	struct task_struct *t;
 	__u32 tid, buf;
 	struct lh_counters *c = lh_counters(&buf);
-	__u64 n;
 
-	if (!c || !t)
+	if (!c)
 		return 0;
-	tid = BPF_CORE_READ(t, pid);
-	if (!tid || !task_selected(t, tid, BPF_CORE_READ(t, tgid)))
+	t = sweep_task(ctx, &tid);
+	if (!t)
 		return 0;
 	/* the tids it saw, for the loader: a task /proc shows and this does not
 	 * was hidden from it (hidden_tasks) */
 	bpf_seq_write(ctx->meta->seq, &tid, sizeof(tid));
 	s = sweep_state(t, tid, false, c);
-	if (!s || !(s->flags & RUNQ_ACC_OK))
+	/* a baseline: the programs' acc once they saw the task, else the start sweep's */
+	if (!s || !((s->flags & RUNQ_ACC_OK) || s->swept) || !sweep_switch_ins(t, &n))
 		return 0;
-	n = switch_count(t, false) + (task_on_cpu(t, false) ? 1 : 0);
-	account(s, t, n, n, false, c, buf);
+	running = task_on_cpu(t, false);
+	/* switched in since the start: running, or its count moved (a count the
+	 * tracepoint path kept from a switch-out, or does not know, cannot tell) */
+	if (s->ts && (running || ((s->flags & (RUNQ_NSW_OK | RUNQ_NSW_DEP)) == RUNQ_NSW_OK &&
+				  n != s->nsw))) {
+		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_SWITCH_IN], 1);
+		charge_key(t, 1, false, buf);
+		s->ts = 0;
+		dropped = 1;
+	}
+	acc = s->flags & RUNQ_ACC_OK ? &s->acc : &s->sweep_acc;
+	if (n <= *acc)
+		return 0;
+	unseen = n - *acc;
+	*acc = n;
+	dropped += s->dropped;
+	s->dropped = 0;
+	if (unseen > dropped) {
+		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_WAIT], unseen - dropped);
+		charge_key(t, unseen - dropped, false, buf);
+	}
 	return 0;
 }
 

@@ -44,6 +44,10 @@ struct runq_start {
 	unsigned short flags;		/* enum runq_start_flags */
 	unsigned short sel;		/* tracepoint: 0 unknown, 1 passes -p/--cgroup, 2 not */
 	unsigned int dropped;		/* starts dropped (missed_switch_in) since acc was set */
+	unsigned long long sweep_acc;	/* the start sweep's baseline (valid when swept) */
+	unsigned int swept;		/* written by the start sweep only: never a racing
+					 * read-modify-write of flags */
+	unsigned int pad;
 };
 
 enum runq_start_flags {
