@@ -168,9 +168,10 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 /*
  * A request created (block_io_start; before 6.5, block_rq_insert). insert:
  * block_rq_insert also fires when a requeued request is inserted again
- * (blk_mq_requeue_work()): an entry still issued at the same start sector is
- * that request, going on (its next issue counts the requeue), not a new one
- * over a missed completion.
+ * (blk_mq_requeue_work()): an entry still issued whose start sector, moved on
+ * by the sectors completed so far (blk_update_request() advances __sector), is
+ * the request's is that request, going on (its next issue counts the
+ * requeue), not a new one over a missed completion.
  */
 static __always_inline int on_create(struct request *rq, bool btf, bool insert)
 {
@@ -182,7 +183,7 @@ static __always_inline int on_create(struct request *rq, bool btf, bool insert)
 	if (!c)
 		return 0;
 	if (insert && (r = bpf_map_lookup_elem(&bio_requests, &key)) && r->issued_ns &&
-	    r->sector == TREAD(btf, rq, __sector))
+	    r->sector + (r->done_bytes >> 9) == TREAD(btf, rq, __sector))
 		return 0;
 	if (!req_start(rq, bpf_ktime_get_ns(), false, btf, c, NULL))
 		c->v[LH_EV_BIO_CREATED]++;
@@ -446,23 +447,38 @@ int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_by
 /*
  * The end-of-run sweep (tp_btf, raw_tp; the loader runs it once just before
  * its last read): an issued request whose struct the kernel has freed since
- * (state MQ_RQ_IDLE, set by blk_mq_free_request() after block_rq_complete)
+ * (state MQ_RQ_IDLE and no reference: blk_mq_free_request() after
+ * block_rq_complete; a requeued request is IDLE too but still referenced), or
+ * that now holds another request in flight (its sector outside the entry's),
  * completed with no event, and no later request in that struct showed it:
- * missed_completion. One still in flight is left alone.
+ * missed_completion. One still in flight is left alone, and so is an entry
+ * that a completion removed or replaced while the sweep read the request.
  */
 SEC("iter/bpf_map_elem")
 int bio_sweep(struct bpf_iter__bpf_map_elem *ctx)
 {
-	struct bio_req *r = ctx->value;
-	__u64 *key = ctx->key;
-	struct request *rq;
+	struct bio_req *r = ctx->value, *now;
+	__u64 *key = ctx->key, issued, sector, first, end;
+	struct request *rq = (struct request *)(key ? *key : 0);
+	int state, ref = 0;
 	__u32 buf;
 	struct lh_counters *c = lh_counters(&buf);
 
-	if (!c || !key || !r || !r->issued_ns || (r->flags & BIO_REQ_FILTERED))
+	if (!c || !key || !r || !r->issued_ns || (r->flags & BIO_REQ_FILTERED) ||
+	    !bpf_core_field_exists(rq->state) || !bpf_core_field_exists(rq->ref))
 		return 0;
-	rq = (struct request *)*key;
-	if (bpf_core_field_exists(rq->state) && BPF_CORE_READ(rq, state) == MQ_RQ_IDLE)
+	issued = r->issued_ns;
+	first = r->sector;
+	end = first + (r->bytes >> 9);
+	state = BPF_CORE_READ(rq, state);
+	/* atomic_t (5.13+) or refcount_t: an int counter at offset 0 either way */
+	bpf_core_read(&ref, sizeof(ref), &rq->ref);
+	sector = BPF_CORE_READ(rq, __sector);
+	now = bpf_map_lookup_elem(&bio_requests, &(__u64){ *key });
+	if (!now || now->issued_ns != issued)
+		return 0;
+	if ((state == MQ_RQ_IDLE && !ref) ||
+	    (state == MQ_RQ_IN_FLIGHT && (sector < first || sector >= end)))
 		c->v[LH_LOSS_MISSED_COMPLETION]++;
 	return 0;
 }

@@ -194,18 +194,30 @@ int main(void)
 	run(bio->progs.bio_complete_raw, r, 0, 8192, 3);
 	report("insert_after_missed_completion");
 
-	/* the end-of-run sweep: two requests issued, one whose struct the kernel
-	 * has freed since (state idle: its completion had no event), one still
-	 * in flight: one missed completion */
-	fake->bss->state = 1;		/* MQ_RQ_IN_FLIGHT */
-	r = fake_request_at(0, 4096, 0, 1600);
-	r2 = fake_request_at(1, 4096, 0, 2400);
-	run(bio->progs.bio_io_start_raw, r, 0, 0, 1);
-	run(bio->progs.bio_issue_raw, r, 0, 0, 1);
-	run(bio->progs.bio_io_start_raw, r2, 0, 0, 1);
-	run(bio->progs.bio_issue_raw, r2, 0, 0, 1);
-	fake->bss->state = 0;		/* MQ_RQ_IDLE */
-	fake_request_at(0, 4096, 0, 1600);
+	/* the end-of-run sweep: four requests issued; then one's struct the
+	 * kernel has freed (idle, no reference: its completion had no event),
+	 * one is still in flight, half done (its sector moved on), one was
+	 * requeued (idle, still referenced), and one's struct holds another
+	 * request in flight at another sector: two missed completions */
+	{
+		unsigned long long rq[4];
+		static const unsigned long long at[4] = { 1600, 2400, 3200, 4000 };
+
+		fake->bss->state = 1;		/* MQ_RQ_IN_FLIGHT */
+		fake->bss->ref = 1;
+		for (unsigned int i = 0; i < 4; i++) {
+			rq[i] = fake_request_at(i, 8192, 0, at[i]);
+			run(bio->progs.bio_io_start_raw, rq[i], 0, 0, 1);
+			run(bio->progs.bio_issue_raw, rq[i], 0, 0, 1);
+		}
+		run(bio->progs.bio_complete_raw, rq[1], 0, 4096, 3);
+		fake_request_at(1, 4096, 0, at[1] + 8);
+		fake_request_at(3, 8192, 0, 9000);
+		fake->bss->state = 0;		/* MQ_RQ_IDLE */
+		fake_request_at(2, 8192, 0, at[2]);
+		fake->bss->ref = 0;
+		fake_request_at(0, 8192, 0, at[0]);
+	}
 	if (lh_run_iter(bio->progs.bio_sweep, bpf_map__fd(bio->maps.bio_requests), NULL, NULL)) {
 		fprintf(stderr, "bio_synth: the sweep did not run: %s\n", strerror(errno));
 		return 1;

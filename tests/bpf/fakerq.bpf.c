@@ -10,7 +10,7 @@
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 4);
 	__type(key, __u32);
 	__type(value, struct request);
 } fake_rq SEC(".maps");
@@ -20,6 +20,7 @@ __u32 data_len;		/* in: its __data_len */
 __u32 cmd_flags;	/* in: its cmd_flags (REQ_OP_*) */
 __u64 sector;		/* in: its __sector */
 __u32 state;		/* in: its state (enum mq_rq_state) */
+__u32 ref;		/* in: its reference count */
 __u64 addr;		/* out: its kernel address */
 
 SEC("raw_tp/sys_enter")
@@ -34,6 +35,7 @@ int fakerq_set(void *ctx)
 	rq->cmd_flags = cmd_flags;
 	rq->__sector = sector;
 	rq->state = state;
+	rq->ref.counter = (int)ref;
 	addr = (__u64)rq;
 	return 0;
 }
