@@ -83,7 +83,6 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
 	h->count = lh_add_sat(h->count, o->count);
 	h->sum_ns = lh_add_sat(h->sum_ns, o->sum_ns);
 	h->bytes = lh_add_sat(h->bytes, o->bytes);
-	h->key_lost = lh_add_sat(h->key_lost, o->key_lost);
 	if (o->max_ns > h->max_ns)
 		h->max_ns = o->max_ns;
 	return 0;

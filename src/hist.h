@@ -41,7 +41,6 @@ struct lh_hist {
 	uint64_t sum_ns;
 	uint64_t max_ns;	/* exact */
 	uint64_t bytes;		/* bio: bytes of the requests counted */
-	uint64_t key_lost;	/* runq per process/thread: lost waits charged to this key */
 	uint32_t nslots;
 	uint64_t *slots;	/* nslots counters, owned */
 };

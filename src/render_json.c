@@ -80,7 +80,7 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_report *r
 	/* events lost that could have belonged here, and what they could make the max */
 	json_object_object_add(o, "lost", u64(lost));
 	if (h->key.fields & LH_KEY_PID && r->meta.tool_bit & LH_TOOL_RUNQ)
-		json_object_object_add(o, "key_lost", u64(h->key_lost));
+		json_object_object_add(o, "key_lost", u64(lh_report_key_charge(r, &h->key)));
 	json_object_object_add(o, "max_ns_high", lost ? NULL : u64(h->max_ns));
 	if (m->has_bytes)
 		json_object_object_add(o, "bytes", u64(h->bytes));
@@ -180,8 +180,23 @@ static json_object *loss_json(const struct lh_report *r)
 	/* every end without a start, whatever the cause */
 	json_object_object_add(o, "unpaired", u64(v[LH_EV_BEFORE_TRACE] + v[LH_LOSS_UNPAIRED]));
 	json_object_object_add(o, "lost", u64(lh_counters_lost(v)));
-	if (r->key_lost_total)
-		json_object_object_add(o, "lost_charged_to_keys", u64(r->key_lost_total));
+	if (r->ncharges) {
+		json_object *a = json_object_new_array();
+
+		for (size_t i = 0; i < r->ncharges; i++) {
+			const struct lh_key_charge *c = &r->charges[i];
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "pid", u64(c->pid));
+			if (c->tid)
+				json_object_object_add(e, "tid", u64(c->tid));
+			json_object_object_add(e, "start_ns", u64(c->birth_ns));
+			json_object_object_add(e, "lost", u64(c->lost));
+			json_object_array_add(a, e);
+		}
+		json_object_object_add(o, "lost_charged_to_keys", u64(r->charged));
+		json_object_object_add(o, "charged_to_keys", a);
+	}
 	json_object_object_add(o, "lost_from_histograms", u64(lh_hist_lost(v)));
 	return o;
 }

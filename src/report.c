@@ -78,6 +78,8 @@ static int pmu_cmp(const void *pa, const void *pb)
 	return c ? c : a->event - b->event;
 }
 
+static void charges_settle(struct lh_report *r);
+
 void lh_report_sort(struct lh_report *r)
 {
 	sort_meta = &r->meta;
@@ -87,6 +89,7 @@ void lh_report_sort(struct lh_report *r)
 	sort_meta = NULL;
 	if (r->npmu)
 		qsort(r->pmu, r->npmu, sizeof(*r->pmu), pmu_cmp);
+	charges_settle(r);
 }
 
 struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *key, int event)
@@ -123,9 +126,92 @@ void lh_report_clear(struct lh_report *r)
 	r->index = NULL;
 	r->index_cap = r->index_n = 0;
 	memset(r->counters, 0, sizeof(r->counters));
-	memset(r->gap_cpu, 0, sizeof(r->gap_cpu));
+	free(r->gap_cpu);
+	r->gap_cpu = NULL;
 	r->gap_ncpus = 0;
-	r->key_lost_total = 0;
+	free(r->charges);
+	r->charges = NULL;
+	r->ncharges = r->charges_cap = 0;
+	r->charged = 0;
+}
+
+int lh_report_gaps(struct lh_report *r, uint32_t n)
+{
+	uint64_t *g;
+
+	if (n <= r->gap_ncpus)
+		return 0;
+	if (n > LH_MAX_GAP_CPUS)
+		return -E2BIG;
+	g = realloc(r->gap_cpu, n * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	memset(g + r->gap_ncpus, 0, (n - r->gap_ncpus) * sizeof(*g));
+	r->gap_cpu = g;
+	r->gap_ncpus = n;
+	return 0;
+}
+
+static int charge_cmp(const void *a, const void *b)
+{
+	const struct lh_key_charge *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->birth_ns < y->birth_ns ? -1 : x->birth_ns > y->birth_ns;
+}
+
+int lh_report_charge(struct lh_report *r, const struct lh_key *key, uint64_t n)
+{
+	struct lh_key_charge *c;
+
+	if (r->ncharges == r->charges_cap) {
+		size_t cap = r->charges_cap ? 2 * r->charges_cap : 64;
+
+		c = realloc(r->charges, cap * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		r->charges = c;
+		r->charges_cap = cap;
+	}
+	c = &r->charges[r->ncharges++];
+	c->pid = key->pid;
+	c->tid = key->fields & LH_KEY_TID ? key->tid : 0;
+	c->birth_ns = key->birth_ns;
+	c->lost = n;
+	r->charged = lh_add_sat(r->charged, n);
+	return 0;
+}
+
+/* Sort the charges by key and add up those of one key. */
+static void charges_settle(struct lh_report *r)
+{
+	size_t n = 0;
+
+	if (r->ncharges < 2)
+		return;
+	qsort(r->charges, r->ncharges, sizeof(*r->charges), charge_cmp);
+	for (size_t i = 1; i < r->ncharges; i++) {
+		if (!charge_cmp(&r->charges[n], &r->charges[i]))
+			r->charges[n].lost = lh_add_sat(r->charges[n].lost, r->charges[i].lost);
+		else
+			r->charges[++n] = r->charges[i];
+	}
+	r->ncharges = n + 1;
+}
+
+uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *key)
+{
+	struct lh_key_charge k = { .pid = key->pid, .tid = key->fields & LH_KEY_TID ? key->tid : 0,
+				   .birth_ns = key->birth_ns };
+	const struct lh_key_charge *c;
+
+	if (!r->ncharges || !(key->fields & LH_KEY_PID))
+		return 0;
+	c = bsearch(&k, r->charges, r->ncharges, sizeof(k), charge_cmp);
+	return c ? c->lost : 0;
 }
 
 const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
@@ -165,8 +251,8 @@ uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h)
 	if (!(scope & LH_SCOPE_EVENTS))
 		return lost;
 	/* another key's losses cannot be this key's waits */
-	lost -= r->key_lost_total < lost ? r->key_lost_total : lost;
-	return lh_add_sat(lost, h->key_lost);
+	lost -= r->charged < lost ? r->charged : lost;
+	return lh_add_sat(lost, lh_report_key_charge(r, &h->key));
 }
 
 void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
@@ -325,11 +411,17 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 	}
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
 		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
-	dst->key_lost_total = lh_add_sat(dst->key_lost_total, src->key_lost_total);
+	for (size_t i = 0; i < src->ncharges; i++) {
+		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID, .pid = src->charges[i].pid,
+				    .tid = src->charges[i].tid, .birth_ns = src->charges[i].birth_ns };
+
+		if (lh_report_charge(dst, &k, src->charges[i].lost))
+			return -ENOMEM;
+	}
+	if (lh_report_gaps(dst, src->gap_ncpus))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < src->gap_ncpus; i++)
 		dst->gap_cpu[i] = lh_add_sat(dst->gap_cpu[i], src->gap_cpu[i]);
-	if (src->gap_ncpus > dst->gap_ncpus)
-		dst->gap_ncpus = src->gap_ncpus;
 	lh_report_sort(dst);
 	return 0;
 }

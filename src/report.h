@@ -18,7 +18,7 @@
 #define LH_MAX_ATTACH 8
 #define LH_MAX_FILTERS 8
 #define LH_MAX_MAPS 16
-#define LH_MAX_GAP_CPUS 1024	/* CPUs with their own missed_switch count */
+#define LH_MAX_GAP_CPUS 8192	/* CPUs with their own missed_switch count (NR_CPUS max) */
 
 struct lh_attach {
 	const char *tracepoint;	/* "sched_switch" */
@@ -88,6 +88,14 @@ struct lh_meta {
 	struct lh_pmu_meta pmu;
 };
 
+/* Lost waits charged to one key (runq per process/thread): the key's identity
+ * (tid 0 per process) and the count. */
+struct lh_key_charge {
+	uint32_t pid, tid;
+	uint64_t birth_ns;
+	uint64_t lost;
+};
+
 /* One counter's sums over the on-CPU slices of one key. */
 struct lh_pmu_row {
 	struct lh_key key;
@@ -116,11 +124,13 @@ struct lh_report {
 	struct lh_hist *hists;
 	size_t nhists, cap;
 	uint64_t counters[LH_NR_COUNTERS];
-	/* runq per process/thread: lost waits charged to a key (each key once; each
-	 * of its histograms has them in key_lost); the others are no key's */
-	uint64_t key_lost_total;
+	/* runq per process/thread: lost waits charged to keys, by key identity
+	 * (sorted and one per key after lh_report_sort), and their sum */
+	struct lh_key_charge *charges;
+	size_t ncharges, charges_cap;
+	uint64_t charged;
 	/* runq: missed_switch per CPU (index = CPU number), gap_ncpus of them */
-	uint64_t gap_cpu[LH_MAX_GAP_CPUS];
+	uint64_t *gap_cpu;
 	uint32_t gap_ncpus;
 	struct lh_pmu_row *pmu;		/* runq --counters: one row per key and counter */
 	size_t npmu, pmu_cap;
@@ -205,6 +215,16 @@ const char *lh_bounds_range(char *buf, size_t len, int low, int high, const stru
  * L of lh_hist_quantile_bounds(). For a per-process or per-thread key: the
  * losses charged to its key and those charged to no key. */
 uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h);
+
+/* Make r->gap_cpu hold at least n CPUs (new ones 0). -ENOMEM, -E2BIG past LH_MAX_GAP_CPUS. */
+int lh_report_gaps(struct lh_report *r, uint32_t n);
+
+/* Charge n lost waits to key (its pid, tid, birth_ns); merged with the same
+ * key's by lh_report_sort. -ENOMEM. */
+int lh_report_charge(struct lh_report *r, const struct lh_key *key, uint64_t n);
+
+/* The lost waits charged to key (after lh_report_sort). */
+uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *key);
 
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
 void lh_render_text(FILE *f, const struct lh_report *r);

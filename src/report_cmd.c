@@ -222,7 +222,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
 	const struct lh_scheme *sc = &m->r.meta.scheme;
 	json_object *slots = get(jh, "slots", json_type_array);
-	uint64_t count, sum, max, bytes = 0, total = 0, key_lost = 0;
+	uint64_t count, sum, max, bytes = 0, total = 0;
 	uint32_t top;
 	char name[16];
 	struct lh_key key;
@@ -244,8 +244,6 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad(m, "histogram %s: max_ns is not a whole number from 0 to 2^64-1", name);
 	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
 		return bad(m, "histogram %s: bytes is not a number", name);
-	if (json_object_object_get_ex(jh, "key_lost", NULL) && get_u64(jh, "key_lost", &key_lost))
-		return bad(m, "histogram %s: key_lost is not a whole number from 0 to 2^64-1", name);
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
@@ -278,7 +276,6 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	tmp->sum_ns = sum;
 	tmp->max_ns = max;
 	tmp->bytes = bytes;
-	tmp->key_lost = key_lost;
 	if (!known_hist(m, name)) {
 		lh_hist_free(tmp);
 		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
@@ -378,9 +375,10 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
  */
 static int add_gaps(struct merge *m, json_object *loss, uint64_t ncpus)
 {
-	uint64_t v[LH_MAX_GAP_CPUS], sum = 0, total = 0;
+	uint64_t sum = 0, total = 0;
 	json_object *a, *e;
 	size_t n;
+	int err;
 
 	if (!json_object_object_get_ex(loss, "missed_switch_per_cpu", &a))
 		return 0;
@@ -389,23 +387,75 @@ static int add_gaps(struct merge *m, json_object *loss, uint64_t ncpus)
 		return bad(m, "loss.missed_switch_per_cpu is not an array of at most meta.ncpus "
 			   "(%" PRIu64 ") counts", ncpus);
 	for (size_t i = 0; i < n; i++) {
+		uint64_t v;
+
 		e = json_object_array_get_idx(a, i);
 		errno = 0;
 		if (!json_object_is_type(e, json_type_int) || json_object_get_int64(e) < 0)
 			return bad(m, "loss.missed_switch_per_cpu[%zu] is not a whole number from 0 "
 				   "to 2^64-1", i);
-		v[i] = json_object_get_uint64(e);
-		if (errno || sum + v[i] < sum)
+		v = json_object_get_uint64(e);
+		if (errno || sum + v < sum)
 			return bad(m, "loss.missed_switch_per_cpu[%zu] is past 2^64-1", i);
-		sum += v[i];
+		sum += v;
 	}
-	if (get_u64(loss, "missed_switch", &total) || sum != total)
+	/* a machine past LH_MAX_GAP_CPUS CPUs has the others' gaps in the total only */
+	if (get_u64(loss, "missed_switch", &total) || sum > total ||
+	    (sum != total && n < LH_MAX_GAP_CPUS))
 		return bad(m, "loss.missed_switch_per_cpu adds up to %" PRIu64 ", not to "
 			   "loss.missed_switch", sum);
+	err = lh_report_gaps(&m->r, (uint32_t)n);
+	if (err)
+		return err;
 	for (size_t i = 0; i < n; i++)
-		m->r.gap_cpu[i] = lh_add_sat(m->r.gap_cpu[i], v[i]);
-	if (n > m->r.gap_ncpus)
-		m->r.gap_ncpus = (uint32_t)n;
+		m->r.gap_cpu[i] = lh_add_sat(m->r.gap_cpu[i],
+					     json_object_get_uint64(json_object_array_get_idx(a, i)));
+	return 0;
+}
+
+/*
+ * loss.charged_to_keys (runq per process/thread): [{"pid", "tid"?, "start_ns",
+ * "lost"}], adding up to loss.lost_charged_to_keys; merged by key.
+ */
+static int add_charges(struct merge *m, json_object *loss)
+{
+	uint64_t sum = 0, total = 0, lost = 0, v[4];
+	static const char *const f[4] = { "pid", "tid", "start_ns", "lost" };
+	json_object *a;
+
+	if (!json_object_object_get_ex(loss, "charged_to_keys", &a)) {
+		if (json_object_object_get_ex(loss, "lost_charged_to_keys", NULL))
+			return bad(m, "loss.lost_charged_to_keys without loss.charged_to_keys: "
+				   "the losses cannot be given to their keys");
+		return 0;
+	}
+	if (!json_object_is_type(a, json_type_array))
+		return bad(m, "loss.charged_to_keys is not an array");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID };
+
+		for (int j = 0; j < 4; j++) {
+			v[j] = 0;
+			if ((j != 1 || json_object_object_get_ex(e, f[j], NULL)) &&
+			    get_u64(e, f[j], &v[j]))
+				return bad(m, "loss.charged_to_keys[%zu].%s is not a whole number from 0 "
+					   "to 2^64-1", i, f[j]);
+		}
+		if (v[0] > UINT32_MAX || v[1] > UINT32_MAX || sum + v[3] < sum)
+			return bad(m, "loss.charged_to_keys[%zu] is out of range", i);
+		k.pid = (uint32_t)v[0];
+		k.tid = (uint32_t)v[1];
+		k.birth_ns = v[2];
+		sum += v[3];
+		if (lh_report_charge(&m->r, &k, v[3]))
+			return -ENOMEM;
+	}
+	if (get_u64(loss, "lost_charged_to_keys", &total) || total != sum)
+		return bad(m, "loss.charged_to_keys adds up to %" PRIu64 ", not to "
+			   "loss.lost_charged_to_keys", sum);
+	if (get_u64(loss, "lost", &lost) || sum > lost)
+		return bad(m, "loss.lost_charged_to_keys %" PRIu64 " is more than loss.lost", sum);
 	return 0;
 }
 
@@ -529,13 +579,9 @@ static int add_doc(struct merge *m, json_object *doc)
 	err = add_gaps(m, loss, ncpus);
 	if (err)
 		return err;
-	if (json_object_object_get_ex(loss, "lost_charged_to_keys", NULL)) {
-		uint64_t charged;
-
-		if (get_u64(loss, "lost_charged_to_keys", &charged))
-			return bad(m, "loss.lost_charged_to_keys is not a whole number from 0 to 2^64-1");
-		m->r.key_lost_total = lh_add_sat(m->r.key_lost_total, charged);
-	}
+	err = add_charges(m, loss);
+	if (err)
+		return err;
 	if (get(doc, "counters", json_type_array))
 		m->pmu_dropped = true;
 	if (get(doc, "records", json_type_object))

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,16 +237,12 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 
 /* ---- loader ---- */
 
-struct key_lost;
-
 struct runq_ctx {
 	struct runq_opts *o;
 	struct runq_bpf *skel;
 	int *pmu_fds;		/* npmu x ncpus perf event fds (--counters) */
 	int ncpus;
 	bool has_storage;	/* BPF task storage: tp_btf can run */
-	struct key_lost *lost;	/* per process/thread: the keys' lost waits of one read */
-	size_t nlost, lost_cap;
 	uint64_t hidden;	/* traced tasks the end sweep did not see (hidden_tasks) */
 };
 
@@ -433,36 +430,6 @@ static struct lh_key report_key(const struct lh_session *s, const struct runq_hi
 	return key;
 }
 
-/* A key's lost waits, read from runq_lost_keyed (kind RUNQ_NONE). */
-struct key_lost {
-	struct runq_hist_key key;
-	uint64_t n;
-};
-
-/* Collect one key's lost waits (per-CPU u64) into x->lost, and the run's total. */
-static int add_lost(struct lh_session *s, const void *k, const void *values)
-{
-	struct runq_ctx *x = s->tool;
-	struct key_lost *l;
-
-	if (x->nlost == x->lost_cap) {
-		size_t cap = x->lost_cap ? 2 * x->lost_cap : 256;
-
-		l = realloc(x->lost, cap * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		x->lost = l;
-		x->lost_cap = cap;
-	}
-	l = &x->lost[x->nlost++];
-	memcpy(&l->key, k, sizeof(l->key));
-	l->n = 0;
-	for (int cpu = 0; cpu < s->ncpus; cpu++)
-		l->n = lh_add_sat(l->n, ((const uint64_t *)values)[cpu]);
-	s->report.key_lost_total = lh_add_sat(s->report.key_lost_total, l->n);
-	return 0;
-}
-
 static int by_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -470,34 +437,25 @@ static int by_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int by_key(const void *a, const void *b)
+/* One key's lost waits (runq_lost_keyed, per-CPU u64), charged to its key. */
+static int add_lost(struct lh_session *s, const void *k, const void *values)
 {
-	return memcmp(a, b, sizeof(struct runq_hist_key));
-}
+	struct lh_key key = report_key(s, k);
+	uint64_t n = 0;
 
-/* The lost waits charged to the key of rk (any kind), from x->lost (sorted). */
-static uint64_t key_lost_of(const struct runq_ctx *x, const struct runq_hist_key *rk)
-{
-	struct runq_hist_key k = *rk;
-	const struct key_lost *l;
-
-	k.kind = RUNQ_NONE;
-	l = x->nlost ? bsearch(&k, x->lost, x->nlost, sizeof(*l), by_key) : NULL;
-	return l ? l->n : 0;
+	for (int cpu = 0; cpu < s->ncpus; cpu++)
+		n = lh_add_sat(n, ((const uint64_t *)values)[cpu]);
+	return n ? lh_report_charge(&s->report, &key, n) : 0;
 }
 
 static int add_keyed(struct lh_session *s, const void *k, const void *values)
 {
 	const struct runq_hist_key *rk = k;
 	struct lh_key key = report_key(s, rk);
-	int err;
 
 	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
 		return 0;
-	err = lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
-	if (!err)	/* the histogram just appended */
-		s->report.hists[s->report.nhists - 1].key_lost = key_lost_of(s->tool, rk);
-	return err;
+	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
 }
 
 /* One key's counter sums (ncpus per-CPU copies of struct lh_pmu_val) as rows. */
@@ -586,17 +544,13 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 	int err;
 
 	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD) {
-		/* the keys' lost waits first, for their histograms as they are read */
-		x->nlost = 0;
-		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_lost_keyed),
+		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
 				    sizeof(struct runq_hist_key),
-				    offsetof(struct runq_hist_key, buf), buf, add_lost);
-		if (x->nlost)
-			qsort(x->lost, x->nlost, sizeof(*x->lost), by_key);
+				    offsetof(struct runq_hist_key, buf), buf, add_keyed);
 		if (!err)
-			err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
+			err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_lost_keyed),
 					    sizeof(struct runq_hist_key),
-					    offsetof(struct runq_hist_key, buf), buf, add_keyed);
+					    offsetof(struct runq_hist_key, buf), buf, add_lost);
 	} else {
 		err = read_array(s, buf);
 	}
@@ -682,11 +636,6 @@ static int fill_counters(struct runq_ctx *x)
 	return 0;
 }
 
-/*
- * Run a sweep of every task's switch count (bpf/runq.bpf.c): at the start
- * its baseline, before the last read the waits no event showed. A failure is
- * said (the run goes on as it would without it).
- */
 /* The tids /proc shows of the tasks -p / -t select (every task without them),
  * sorted, into *out (malloc'd); how many, or -1. */
 static long proc_tids(const struct runq_opts *o, uint32_t **out)
@@ -736,23 +685,82 @@ static long proc_tids(const struct runq_opts *o, uint32_t **out)
 	return (long)n;
 }
 
+/* Clock ticks since boot now (/proc/uptime), or 0. */
+static uint64_t uptime_ticks(void)
+{
+	FILE *f = fopen("/proc/uptime", "re");
+	double up = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lf", &up) != 1)
+		up = 0;
+	fclose(f);
+	return hz > 0 && up > 0 ? (uint64_t)(up * (double)hz) : 0;
+}
+
+/* Did task tid start at or after tick `since` (its /proc stat starttime, field 22)?
+ * Then it is not the task a scan before `since` saw under that tid. */
+static bool started_since(uint32_t tid, uint64_t since)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", tid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;	/* gone: not alive all through */
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return true;
+	buf[len] = 0;
+	/* after the comm, which may hold spaces and parentheses: field 3 on */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &start) != 1)
+		return true;
+	return start >= since;
+}
+
+/* Does this process see the initial PID namespace's tids (the ones BPF reads)?
+ * /proc/self/ns/pid of init_pid_ns is pid:[4026531836] (PROC_PID_INIT_INO,
+ * include/linux/proc_ns.h). */
+static bool in_init_pidns(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "pid:[4026531836]");
+}
+
 /*
  * Traced tasks the end sweep did not see: in /proc before and after it (alive
- * all through), not among the tids it wrote (seen, n of them). Not checked
- * under --cgroup (membership is not read from /proc here): 0.
+ * all through: the same task, not one that took its tid since the scan before,
+ * which began at tick `since`), not among the tids it wrote (seen, n of them).
+ * Not checked under --cgroup (membership is not read from /proc here) nor
+ * outside the initial PID namespace (/proc's tids are not the kernel's): 0.
  */
 static uint64_t hidden_tasks(const struct runq_opts *o, const uint32_t *before, long nb,
-			     const uint32_t *seen, size_t n)
+			     uint64_t since, const uint32_t *seen, size_t n)
 {
 	uint32_t *after = NULL;
 	uint64_t hidden = 0;
 	long na;
 
-	if (o->c.cgroup_id || nb < 0 || (na = proc_tids(o, &after)) < 0)
+	if (o->c.cgroup_id || nb < 0 || !since || !in_init_pidns() ||
+	    (na = proc_tids(o, &after)) < 0)
 		return 0;
 	for (long i = 0; i < nb; i++)
 		if (bsearch(&before[i], after, (size_t)na, sizeof(*after), by_u32) &&
-		    !bsearch(&before[i], seen, n, sizeof(*seen), by_u32))
+		    !bsearch(&before[i], seen, n, sizeof(*seen), by_u32) &&
+		    !started_since(before[i], since))
 			hidden++;
 	free(after);
 	return hidden;
@@ -772,14 +780,23 @@ static void sweep(struct lh_session *s, bool last)
 	uint32_t *before = NULL;
 	char *seen = NULL;
 	size_t len = 0;
+	uint64_t since = 0;
 	long nb = -1;
 	int err;
 
 	if (!bpf_program__autoload(p))
 		return;
-	if (last)
+	if (last) {
+		since = uptime_ticks();
 		nb = proc_tids(x->o, &before);
+	}
 	err = lh_run_iter(p, -1, last ? &seen : NULL, &len);
+	/* the end sweep settled each task's count up to now: stop the programs
+	 * before the second /proc scan, or the events in between would be
+	 * measured against counts already settled (the session's last read
+	 * disables them again) */
+	if (last)
+		*s->enabled = false;
 	if (err)
 		fprintf(stderr, "lathist runq: the %s sweep of switch counts failed (%s): %s\n",
 			last ? "end-of-run" : "start", strerror(-err), last ?
@@ -787,9 +804,10 @@ static void sweep(struct lh_session *s, bool last)
 			"waits of a task before its first event seen are not counted");
 	else if (last && len >= sizeof(uint32_t)) {
 		qsort(seen, len / sizeof(uint32_t), sizeof(uint32_t), by_u32);
-		x->hidden = hidden_tasks(x->o, before, nb, (uint32_t *)seen, len / sizeof(uint32_t));
+		x->hidden = hidden_tasks(x->o, before, nb, since, (uint32_t *)seen,
+					 len / sizeof(uint32_t));
 	} else if (last) {
-		x->hidden = hidden_tasks(x->o, before, nb, NULL, 0);
+		x->hidden = hidden_tasks(x->o, before, nb, since, NULL, 0);
 	}
 	free(before);
 	free(seen);
@@ -942,6 +960,5 @@ int runq_main(int argc, char **argv)
 	if (x.pmu_fds)
 		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);
 	free(x.pmu_fds);
-	free(x.lost);
 	return err;
 }

@@ -204,7 +204,10 @@ static int read_counters(struct lh_session *s, uint32_t buf)
 		goto out;
 	}
 	lh_counters_sum(s->report.counters, pc, s->ncpus);
-	s->report.gap_ncpus = (uint32_t)(s->ncpus < LH_MAX_GAP_CPUS ? s->ncpus : LH_MAX_GAP_CPUS);
+	err = lh_report_gaps(&s->report, (uint32_t)(s->ncpus < LH_MAX_GAP_CPUS ? s->ncpus :
+							      LH_MAX_GAP_CPUS));
+	if (err)
+		goto out;
 	for (uint32_t cpu = 0; cpu < s->report.gap_ncpus; cpu++)
 		s->report.gap_cpu[cpu] = pc[cpu].v[LH_GAP_MISSED_SWITCH];
 	s->report.counters[LH_LOSS_PROG_MISSED] = misses - s->prog_misses;

@@ -271,6 +271,16 @@ def test_report_merges_by_addition():
         paths = []
         for i in range(2):
             _, doc = traced(Workload("mix", CPU, 1, 1, 300), "--per-thread")
+            if not doc["loss"].get("charged_to_keys"):
+                # a quiet run loses nothing: give the first key 3 lost waits, as a run
+                # that missed 3 of its wakeups reports them
+                k = doc["histograms"][0]["key"]
+                doc["loss"]["charged_to_keys"] = [{"pid": k["pid"], "tid": k["tid"],
+                                                   "start_ns": k["start_ns"], "lost": 3}]
+                doc["loss"]["lost_charged_to_keys"] = 3
+                for f in ("unpaired_no_start", "unpaired", "lost", "lost_from_histograms"):
+                    doc["loss"][f] += 3
+                doc["bias"]["flag"] = True
             paths.append(os.path.join(tmp, f"r{i}.json"))
             with open(paths[-1], "w") as f:
                 json.dump(doc, f)
@@ -291,6 +301,20 @@ def test_report_merges_by_addition():
         for k in ("events", "paired", "lost", "unpaired_no_start"):
             check(merged["loss"][k] == sum(d["loss"][k] for d in docs), f"loss {k}")
         check(merged["bias"]["flag"] == any(d["bias"]["flag"] for d in docs), "bias flag")
+        # the losses charged to a key add by key, and each merged histogram of the key has them
+        charges = {}
+        for d in docs:
+            for c in d["loss"].get("charged_to_keys", []):
+                k = (c["tid"], c["start_ns"])
+                charges[k] = charges.get(k, 0) + c["lost"]
+        got = {(c["tid"], c["start_ns"]): c["lost"]
+               for c in merged["loss"].get("charged_to_keys", [])}
+        check(got == charges and merged["loss"].get("lost_charged_to_keys", 0) ==
+              sum(charges.values()), f"merged charges {got} vs {charges}")
+        for h in merged["histograms"]:
+            k = (h["key"]["tid"], h["key"]["start_ns"])
+            check(h["key_lost"] == charges.get(k, 0), f"merged {h['key']}: key_lost "
+                  f"{h['key_lost']} vs {charges.get(k, 0)}")
         # another scheme
         rc, out, err = run("runq", "-f", "json", "-d", "0.2", "--precision", "2", "-o",
                            os.path.join(tmp, "p2.json"))
@@ -349,6 +373,15 @@ def test_report_refuses_bad_files():
             missed_switch_per_cpu=[0] * d["meta"]["ncpus"] + [d["loss"]["missed_switch"]])),
         "gap not counts": mutate(lambda d: d["loss"].update(missed_switch_per_cpu="3")),
         "gap negative": mutate(lambda d: d["loss"].update(missed_switch_per_cpu=[-1, 0])),
+        # losses charged to keys: entries that add up to loss.lost_charged_to_keys
+        "charges not adding up": mutate(lambda d: d["loss"].update(
+            charged_to_keys=[{"pid": 1, "tid": 1, "start_ns": 0, "lost": 1}],
+            lost_charged_to_keys=2)),
+        "charges without keys": mutate(lambda d: d["loss"].update(lost_charged_to_keys=2)
+                                       or d["loss"].pop("charged_to_keys", None)),
+        "charge pid too big": mutate(lambda d: d["loss"].update(
+            charged_to_keys=[{"pid": 2 ** 40, "start_ns": 0, "lost": 1}],
+            lost_charged_to_keys=1)),
     }
     with tempfile.TemporaryDirectory() as tmp:
         for name, body in cases.items():

@@ -279,11 +279,16 @@ def test_per_thread_bounds_use_their_own_losses():
     doc = json.loads(p.stdout)
     loss = doc["loss"]
     charged = loss.get("lost_charged_to_keys", 0)
+    table = {(c["tid"], c["start_ns"]): c["lost"] for c in loss.get("charged_to_keys", [])}
+    check(len(table) == len(loss.get("charged_to_keys", [])) and sum(table.values()) == charged,
+          f"charged_to_keys {loss.get('charged_to_keys')} vs lost_charged_to_keys {charged}")
     per_key = {}
     for h in doc["histograms"]:
         k = (h["key"]["tid"], h["key"]["start_ns"])
         check(per_key.setdefault(k, h["key_lost"]) == h["key_lost"],
               f"two charges for one key: {h['key']}")
+        check(h["key_lost"] == table.get(k, 0), f"{h['key']}: key_lost {h['key_lost']}, "
+              f"charged_to_keys {table.get(k, 0)}")
         check(h["lost"] == h["key_lost"] + loss["lost"] - charged,
               f"{h['name']} {h['key']}: L {h['lost']}, own {h['key_lost']}, run {loss['lost']}, "
               f"charged to keys {charged}")
