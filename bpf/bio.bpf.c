@@ -449,8 +449,9 @@ int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_by
  * its last read): an issued request whose struct the kernel has freed since
  * (state MQ_RQ_IDLE and no reference: blk_mq_free_request() after
  * block_rq_complete; a requeued request is IDLE too but still referenced), or
- * that now holds another request in flight (its sector outside the entry's),
- * completed with no event, and no later request in that struct showed it:
+ * that now holds another request in flight (its sector outside the entry's;
+ * not told for a request with no data: flushes), completed with no event,
+ * and no later request in that struct showed it:
  * missed_completion. One still in flight is left alone, and so is an entry
  * that a completion removed or replaced while the sweep read the request.
  */
@@ -471,14 +472,14 @@ int bio_sweep(struct bpf_iter__bpf_map_elem *ctx)
 	first = r->sector;
 	end = first + (r->bytes >> 9);
 	state = BPF_CORE_READ(rq, state);
-	/* atomic_t (5.13+) or refcount_t: an int counter at offset 0 either way */
+	/* atomic_t (5.16+) or refcount_t: an int counter at offset 0 either way */
 	bpf_core_read(&ref, sizeof(ref), &rq->ref);
 	sector = BPF_CORE_READ(rq, __sector);
-	now = bpf_map_lookup_elem(&bio_requests, &(__u64){ *key });
+	now = bpf_map_lookup_elem(&bio_requests, &(__u64){ (__u64)rq });
 	if (!now || now->issued_ns != issued)
 		return 0;
 	if ((state == MQ_RQ_IDLE && !ref) ||
-	    (state == MQ_RQ_IN_FLIGHT && (sector < first || sector >= end)))
+	    (state == MQ_RQ_IN_FLIGHT && end > first && (sector < first || sector >= end)))
 		c->v[LH_LOSS_MISSED_COMPLETION]++;
 	return 0;
 }

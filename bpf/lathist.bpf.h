@@ -16,6 +16,10 @@
 #ifndef ENOMEM
 #define ENOMEM 12
 #endif
+#ifndef barrier
+#define barrier() asm volatile("" ::: "memory")	/* compiler barrier */
+#endif
+
 #ifndef EEXIST
 #define EEXIST 17
 #endif

@@ -324,11 +324,30 @@ static __always_inline void charge_key(struct task_struct *t, __u64 n, bool btf,
 	if (!n || !t || (group != RUNQ_GROUP_PROCESS && group != RUNQ_GROUP_THREAD))
 		return;
 	task_key(&key, t, TREAD(btf, t, pid), TREAD(btf, t, tgid), RUNQ_NONE, buf, btf);
+	/* atomic: the end sweep charges beside the programs */
 	v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
+	if (!v && bpf_map_update_elem(&runq_lost_keyed, &key, &n, BPF_NOEXIST) == -EEXIST)
+		v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
 	if (v)
-		*v += n;
-	else
-		bpf_map_update_elem(&runq_lost_keyed, &key, &n, BPF_NOEXIST);
+		__sync_fetch_and_add(v, n);
+}
+
+/*
+ * Advance a switch-in count (acc) to n if it is below: how many switch-ins
+ * this claimed. Atomic against the end sweep, which claims the same way: no
+ * switch-in is counted twice, and a count is never lowered.
+ */
+static __always_inline __u64 acc_claim(__u64 *acc, __u64 n)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)acc;
+
+		if (n <= old)
+			return 0;
+		if (__sync_val_compare_and_swap(acc, old, n) == old)
+			return n - old;
+	}
+	return 0;
 }
 
 /*
@@ -342,32 +361,33 @@ static __always_inline void charge_key(struct task_struct *t, __u64 n, bool btf,
 static __always_inline void account(struct runq_start *s, struct task_struct *t, __u64 n,
 				    __u64 base, bool btf, struct lh_counters *c, __u32 buf)
 {
-	__u64 unseen = 0;
+	__u64 unseen, dropped, swept;
 
 	s->flags |= RUNQ_SEEN;
 	if (!(s->flags & RUNQ_ACC_OK)) {
-		s->flags |= RUNQ_ACC_OK;
-		/* the start sweep's count; else under --cgroup a task may have
-		 * joined since its birth, and a pid taken over from another task
-		 * came with that task's start time */
-		if (s->swept)
-			s->acc = s->sweep_acc;
+		/* the start sweep's count (taken: the end sweep settles it no
+		 * more); else under --cgroup a task may have joined since its
+		 * birth, and a pid taken over from another task came with that
+		 * task's start time */
+		swept = s->sweep_acc ? __sync_lock_test_and_set(&s->sweep_acc, 0) : 0;
+		if (swept)
+			s->acc = swept - 1;
 		else
 			s->acc = born_in_trace(t, btf) && !filter_cgroup_id &&
 				 !(s->flags & RUNQ_TAKEN_OVER) ? 0 : base;
+		/* acc before RUNQ_ACC_OK: the end sweep reads them the other way */
+		barrier();
+		s->flags |= RUNQ_ACC_OK;
 	}
-	if (n > s->acc) {	/* never lower: a sweep may have read ahead */
-		unseen = n - s->acc;
-		s->acc = n;
-	}
+	unseen = acc_claim(&s->acc, n);
 	if (!unseen && !s->dropped)	/* the common case: nothing unseen */
 		return;
-	unseen = unseen > s->dropped ? unseen - s->dropped : 0;
+	dropped = __sync_lock_test_and_set(&s->dropped, 0);
+	unseen = unseen > dropped ? unseen - dropped : 0;
 	if (unseen) {
 		c->v[LH_LOSS_MISSED_WAIT] += unseen;
 		charge_key(t, unseen, btf, buf);
 	}
-	s->dropped = 0;
 }
 
 /* Drop s's start: the task (t; NULL when only its pid is known) was switched
@@ -377,7 +397,7 @@ static __always_inline void start_drop(struct runq_start *s, struct task_struct 
 {
 	c->v[LH_LOSS_MISSED_SWITCH_IN]++;
 	charge_key(t, 1, btf, buf);
-	s->dropped++;
+	__sync_fetch_and_add(&s->dropped, 1);
 	s->ts = 0;
 }
 
@@ -1048,21 +1068,21 @@ int BPF_PROG(runq_exit_raw, struct task_struct *p)
  * changes before sched_switch, on_cpu is cleared only in
  * finish_task_switch()): its own events account it.
  */
-static __always_inline bool sweep_switch_ins(struct task_struct *t, __u64 *n)
+static __always_inline bool sweep_switch_ins(struct task_struct *t, __u64 *n, bool *running)
 {
 	__u64 before = switch_count(t, false), after;
-	bool running = task_on_cpu(t, false);
 	struct rq *rq;
 
+	*running = task_on_cpu(t, false);
 	after = switch_count(t, false);
 	if (before != after)
 		return false;
-	if (running) {
+	if (*running) {
 		rq = bpf_core_field_exists(t->se.cfs_rq) ? BPF_CORE_READ(t, se.cfs_rq, rq) : NULL;
 		if (!rq || BPF_CORE_READ(rq, curr) != t)
 			return false;
 	}
-	*n = after + running;
+	*n = after + *running;
 	return true;
 }
 
@@ -1093,6 +1113,7 @@ int runq_sweep_start(struct bpf_iter__task *ctx)
 	struct task_struct *t;
 	__u32 tid, buf;
 	struct lh_counters *c = lh_counters(&buf);
+	bool running;
 	__u64 n;
 
 	if (!c || (!use_task_storage && !TASK_FILTERS && !filter_tid))
@@ -1101,11 +1122,10 @@ int runq_sweep_start(struct bpf_iter__task *ctx)
 	if (!t)
 		return 0;
 	s = sweep_state(t, tid, true, c);
-	/* the programs own acc and flags once they have seen the task */
-	if (s && !(s->flags & RUNQ_ACC_OK) && sweep_switch_ins(t, &n)) {
-		s->sweep_acc = n;
-		s->swept = 1;
-	}
+	/* the programs own acc and flags once they have seen the task; one
+	 * store, so that they never see half of it */
+	if (s && !(s->flags & RUNQ_ACC_OK) && sweep_switch_ins(t, &n, &running))
+		s->sweep_acc = n + 1;
 	return 0;
 }
 
@@ -1120,11 +1140,13 @@ int runq_sweep_start(struct bpf_iter__task *ctx)
 SEC("iter/task")
 int runq_sweep_end(struct bpf_iter__task *ctx)
 {
-	__u64 n, running, unseen, dropped = 0, *acc;
+	__u64 n, ts, nsw, old, unseen = 0, dropped = 0;
 	struct runq_start *s;
 	struct task_struct *t;
+	unsigned int flags;
 	__u32 tid, buf;
 	struct lh_counters *c = lh_counters(&buf);
+	bool running;
 
 	if (!c)
 		return 0;
@@ -1135,26 +1157,40 @@ int runq_sweep_end(struct bpf_iter__task *ctx)
 	 * was hidden from it (hidden_tasks) */
 	bpf_seq_write(ctx->meta->seq, &tid, sizeof(tid));
 	s = sweep_state(t, tid, false, c);
-	/* a baseline: the programs' acc once they saw the task, else the start sweep's */
-	if (!s || !((s->flags & RUNQ_ACC_OK) || s->swept) || !sweep_switch_ins(t, &n))
+	if (!s)
 		return 0;
-	running = task_on_cpu(t, false);
+	/* the start, then the count: a start the task's CPU sets meanwhile
+	 * comes with a count the sweep sees (or with ts moved: left alone) */
+	ts = s->ts;
+	nsw = s->nsw;
+	flags = s->flags;
+	barrier();
+	if (!sweep_switch_ins(t, &n, &running))
+		return 0;
 	/* switched in since the start: running, or its count moved (a count the
-	 * tracepoint path kept from a switch-out, or does not know, cannot tell) */
-	if (s->ts && (running || ((s->flags & (RUNQ_NSW_OK | RUNQ_NSW_DEP)) == RUNQ_NSW_OK &&
-				  n != s->nsw))) {
+	 * tracepoint path kept from a switch-out, or does not know, cannot
+	 * tell); dropped only if the start is still the one read (a program
+	 * may pair or replace it meanwhile) */
+	if (ts && (running || ((flags & (RUNQ_NSW_OK | RUNQ_NSW_DEP)) == RUNQ_NSW_OK &&
+			       n != nsw)) &&
+	    __sync_val_compare_and_swap(&s->ts, ts, 0) == ts) {
 		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_SWITCH_IN], 1);
 		charge_key(t, 1, false, buf);
-		s->ts = 0;
 		dropped = 1;
 	}
-	acc = s->flags & RUNQ_ACC_OK ? &s->acc : &s->sweep_acc;
-	if (n <= *acc)
+	/* a baseline: the programs' acc once they saw the task (RUNQ_ACC_OK is
+	 * set after acc), else the start sweep's, unless a program took it */
+	if (flags & RUNQ_ACC_OK) {
+		unseen = acc_claim(&s->acc, n);
+	} else {
+		old = s->sweep_acc;
+		if (old && n + 1 > old &&
+		    __sync_val_compare_and_swap(&s->sweep_acc, old, n + 1) == old)
+			unseen = n + 1 - old;
+	}
+	if (!unseen)
 		return 0;
-	unseen = n - *acc;
-	*acc = n;
-	dropped += s->dropped;
-	s->dropped = 0;
+	dropped += __sync_lock_test_and_set(&s->dropped, 0);
 	if (unseen > dropped) {
 		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_WAIT], unseen - dropped);
 		charge_key(t, unseen - dropped, false, buf);

@@ -43,11 +43,11 @@ struct runq_start {
 	unsigned int cpu;		/* CPU of the wakeup or preemption */
 	unsigned short flags;		/* enum runq_start_flags */
 	unsigned short sel;		/* tracepoint: 0 unknown, 1 passes -p/--cgroup, 2 not */
-	unsigned int dropped;		/* starts dropped (missed_switch_in) since acc was set */
-	unsigned long long sweep_acc;	/* the start sweep's baseline (valid when swept) */
-	unsigned int swept;		/* written by the start sweep only: never a racing
-					 * read-modify-write of flags */
-	unsigned int pad;
+	unsigned int pad0;
+	unsigned long long sweep_acc;	/* the start sweep's baseline plus one (0: none),
+					 * one store; taken (set to 0) by the task's first
+					 * event seen, which makes it acc */
+	unsigned long long dropped;	/* starts dropped (missed_switch_in) since acc was set */
 };
 
 enum runq_start_flags {

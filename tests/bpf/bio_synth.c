@@ -197,11 +197,13 @@ int main(void)
 	/* the end-of-run sweep: four requests issued; then one's struct the
 	 * kernel has freed (idle, no reference: its completion had no event),
 	 * one is still in flight, half done (its sector moved on), one was
-	 * requeued (idle, still referenced), and one's struct holds another
-	 * request in flight at another sector: two missed completions */
+	 * requeued (idle, still referenced), one's struct holds another
+	 * request in flight at another sector, and a flush (no data, sector 0)
+	 * is in flight: two missed completions */
 	{
 		unsigned long long rq[4];
 		static const unsigned long long at[4] = { 1600, 2400, 3200, 4000 };
+		unsigned long long flush;
 
 		fake->bss->state = 1;		/* MQ_RQ_IN_FLIGHT */
 		fake->bss->ref = 1;
@@ -210,6 +212,9 @@ int main(void)
 			run(bio->progs.bio_io_start_raw, rq[i], 0, 0, 1);
 			run(bio->progs.bio_issue_raw, rq[i], 0, 0, 1);
 		}
+		flush = fake_request_at(4, 0, 2 /* REQ_OP_FLUSH */, 0);
+		run(bio->progs.bio_io_start_raw, flush, 0, 0, 1);
+		run(bio->progs.bio_issue_raw, flush, 0, 0, 1);
 		run(bio->progs.bio_complete_raw, rq[1], 0, 4096, 3);
 		fake_request_at(1, 4096, 0, at[1] + 8);
 		fake_request_at(3, 8192, 0, 9000);
