@@ -141,6 +141,18 @@ void lh_anon_report(const struct lh_anon *a, struct lh_report *r)
 	lh_report_index_reset(r);	/* the keys changed */
 	for (size_t i = 0; i < r->npmu; i++)
 		anon_key(a, &r->pmu[i].key);
+	/* the losses charged to keys: as their histograms' keys, or the keys'
+	 * bounds lose them and the real ids show */
+	for (size_t i = 0; i < r->ncharges; i++) {
+		struct lh_key_charge *c = &r->charges[i];
+		struct lh_key k = { .fields = LH_KEY_PID | (c->tid ? LH_KEY_TID : 0), .pid = c->pid,
+				    .tid = c->tid, .birth_ns = c->birth_ns };
+
+		anon_key(a, &k);
+		c->pid = k.pid;
+		c->tid = k.tid;
+		c->birth_ns = k.birth_ns;
+	}
 	lh_report_sort(r);
 }
 

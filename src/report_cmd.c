@@ -380,8 +380,13 @@ static int add_gaps(struct merge *m, json_object *loss, uint64_t ncpus)
 	size_t n;
 	int err;
 
-	if (!json_object_object_get_ex(loss, "missed_switch_per_cpu", &a))
+	if (!json_object_object_get_ex(loss, "missed_switch_per_cpu", &a)) {
+		/* a document of a lathist before the per-CPU counts has no missed_switch */
+		if (!get_u64(loss, "missed_switch", &total) && total)
+			return bad(m, "loss.missed_switch %" PRIu64 " without "
+				   "loss.missed_switch_per_cpu: the gap's CPUs are unknown", total);
 		return 0;
+	}
 	if (!json_object_is_type(a, json_type_array) ||
 	    (n = json_object_array_length(a)) > LH_MAX_GAP_CPUS || n > ncpus)
 		return bad(m, "loss.missed_switch_per_cpu is not an array of at most meta.ncpus "
@@ -414,13 +419,17 @@ static int add_gaps(struct merge *m, json_object *loss, uint64_t ncpus)
 }
 
 /*
- * loss.charged_to_keys (runq per process/thread): [{"pid", "tid"?, "start_ns",
- * "lost"}], adding up to loss.lost_charged_to_keys; merged by key.
+ * loss.charged_to_keys (runq per process/thread): [{"pid", "tid" (per thread
+ * only), "start_ns", "lost"}], adding up to loss.lost_charged_to_keys, which is
+ * at most the losses detected with their task known; merged by key.
  */
 static int add_charges(struct merge *m, json_object *loss)
 {
-	uint64_t sum = 0, total = 0, lost = 0, v[4];
 	static const char *const f[4] = { "pid", "tid", "start_ns", "lost" };
+	static const char *const known[] = { "unpaired_no_start", "missed_switch_in",
+					     "missed_wait", "unchecked_start" };
+	bool thread = !strcmp(m->grouping, "thread"), process = !strcmp(m->grouping, "process");
+	uint64_t sum = 0, total = 0, tasks = 0, v[4];
 	json_object *a;
 
 	if (!json_object_object_get_ex(loss, "charged_to_keys", &a)) {
@@ -429,21 +438,30 @@ static int add_charges(struct merge *m, json_object *loss)
 				   "the losses cannot be given to their keys");
 		return 0;
 	}
+	if (!thread && !process)
+		return bad(m, "loss.charged_to_keys in a document grouped by %s: losses are "
+			   "charged to keys per process or per thread only", m->grouping);
 	if (!json_object_is_type(a, json_type_array))
 		return bad(m, "loss.charged_to_keys is not an array");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
 		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID };
 
+		if (!json_object_is_type(e, json_type_object) ||
+		    json_object_object_length(e) != (thread ? 4 : 3) ||
+		    json_object_object_get_ex(e, "tid", NULL) != thread)
+			return bad(m, "loss.charged_to_keys[%zu] is not {pid, %sstart_ns, lost} (the "
+				   "key of a %s)", i, thread ? "tid, " : "", m->grouping);
 		for (int j = 0; j < 4; j++) {
 			v[j] = 0;
-			if ((j != 1 || json_object_object_get_ex(e, f[j], NULL)) &&
-			    get_u64(e, f[j], &v[j]))
+			if ((j != 1 || thread) && get_u64(e, f[j], &v[j]))
 				return bad(m, "loss.charged_to_keys[%zu].%s is not a whole number from 0 "
 					   "to 2^64-1", i, f[j]);
 		}
-		if (v[0] > UINT32_MAX || v[1] > UINT32_MAX || sum + v[3] < sum)
-			return bad(m, "loss.charged_to_keys[%zu] is out of range", i);
+		if (!v[0] || v[0] > UINT32_MAX || (thread && (!v[1] || v[1] > UINT32_MAX)) ||
+		    sum + v[3] < sum)
+			return bad(m, "loss.charged_to_keys[%zu]: pid or tid not from 1 to 2^32-1, "
+				   "or the sum is past 2^64-1", i);
 		k.pid = (uint32_t)v[0];
 		k.tid = (uint32_t)v[1];
 		k.birth_ns = v[2];
@@ -454,8 +472,17 @@ static int add_charges(struct merge *m, json_object *loss)
 	if (get_u64(loss, "lost_charged_to_keys", &total) || total != sum)
 		return bad(m, "loss.charged_to_keys adds up to %" PRIu64 ", not to "
 			   "loss.lost_charged_to_keys", sum);
-	if (get_u64(loss, "lost", &lost) || sum > lost)
-		return bad(m, "loss.lost_charged_to_keys %" PRIu64 " is more than loss.lost", sum);
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		uint64_t n = 0;
+
+		if (json_object_object_get_ex(loss, known[i], NULL) && get_u64(loss, known[i], &n))
+			return bad(m, "loss.%s is not a whole number from 0 to 2^64-1", known[i]);
+		tasks = lh_add_sat(tasks, n);
+	}
+	if (sum > tasks)
+		return bad(m, "loss.lost_charged_to_keys %" PRIu64 " is more than the losses "
+			   "detected with their task known (%" PRIu64 ": unpaired_no_start, "
+			   "missed_switch_in, missed_wait, unchecked_start)", sum, tasks);
 	return 0;
 }
 

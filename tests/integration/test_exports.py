@@ -264,6 +264,20 @@ def test_openmetrics_strict_and_cumulative():
         check(events == [sum(d["loss"]["events"] for d in docs)], f"events {events}")
 
 
+def charge_first_key(doc, n=3):
+    """A quiet run loses nothing: give a --per-thread document's first key n lost waits
+    (unpaired_no_start), as a run that missed n of its wakeups reports them."""
+    if doc["loss"].get("charged_to_keys"):
+        return
+    k = doc["histograms"][0]["key"]
+    doc["loss"]["charged_to_keys"] = [{"pid": k["pid"], "tid": k["tid"],
+                                       "start_ns": k["start_ns"], "lost": n}]
+    doc["loss"]["lost_charged_to_keys"] = n
+    for f in ("unpaired_no_start", "unpaired", "lost", "lost_from_histograms"):
+        doc["loss"][f] += n
+    doc["bias"]["flag"] = True
+
+
 def test_report_merges_by_addition():
     """Two runs merged equal the slot-by-slot sum; loss counters add; bias flag is the OR;
     the merged JSON is valid; another slot scheme is refused."""
@@ -271,16 +285,7 @@ def test_report_merges_by_addition():
         paths = []
         for i in range(2):
             _, doc = traced(Workload("mix", CPU, 1, 1, 300), "--per-thread")
-            if not doc["loss"].get("charged_to_keys"):
-                # a quiet run loses nothing: give the first key 3 lost waits, as a run
-                # that missed 3 of its wakeups reports them
-                k = doc["histograms"][0]["key"]
-                doc["loss"]["charged_to_keys"] = [{"pid": k["pid"], "tid": k["tid"],
-                                                   "start_ns": k["start_ns"], "lost": 3}]
-                doc["loss"]["lost_charged_to_keys"] = 3
-                for f in ("unpaired_no_start", "unpaired", "lost", "lost_from_histograms"):
-                    doc["loss"][f] += 3
-                doc["bias"]["flag"] = True
+            charge_first_key(doc)
             paths.append(os.path.join(tmp, f"r{i}.json"))
             with open(paths[-1], "w") as f:
                 json.dump(doc, f)
@@ -377,12 +382,37 @@ def test_report_refuses_bad_files():
         "charges not adding up": mutate(lambda d: d["loss"].update(
             charged_to_keys=[{"pid": 1, "tid": 1, "start_ns": 0, "lost": 1}],
             lost_charged_to_keys=2)),
-        "charges without keys": mutate(lambda d: d["loss"].update(lost_charged_to_keys=2)
-                                       or d["loss"].pop("charged_to_keys", None)),
+        "charges without keys": mutate(lambda d: (d["loss"].update(lost_charged_to_keys=2),
+                                                  d["loss"].pop("charged_to_keys", None))),
         "charge pid too big": mutate(lambda d: d["loss"].update(
-            charged_to_keys=[{"pid": 2 ** 40, "start_ns": 0, "lost": 1}],
-            lost_charged_to_keys=1)),
+            charged_to_keys=[{"pid": 2 ** 40, "tid": 1, "start_ns": 0, "lost": 1}],
+            lost_charged_to_keys=1, unpaired_no_start=1)),
+        # a per-thread key has a tid (a per-process one none), and nothing else
+        "charge without tid": mutate(lambda d: d["loss"].update(
+            charged_to_keys=[{"pid": 5, "start_ns": 0, "lost": 1}],
+            lost_charged_to_keys=1, unpaired_no_start=1)),
+        "charge extra field": mutate(lambda d: d["loss"].update(
+            charged_to_keys=[{"pid": 5, "tid": 5, "start_ns": 0, "lost": 1, "x": 1}],
+            lost_charged_to_keys=1, unpaired_no_start=1)),
+        "charge pid 0": mutate(lambda d: d["loss"].update(
+            charged_to_keys=[{"pid": 0, "tid": 5, "start_ns": 0, "lost": 1}],
+            lost_charged_to_keys=1, unpaired_no_start=1)),
+        # only losses detected with their task known can be charged to a key
+        "charges past the task losses": mutate(lambda d: d["loss"].update(
+            charged_to_keys=[{"pid": 5, "tid": 5, "start_ns": 0, "lost": 7}],
+            lost_charged_to_keys=7, unpaired_no_start=0, missed_switch_in=0,
+            missed_wait=0, unchecked_start=0, prog_missed=7)),
+        "gap without its CPUs": mutate(lambda d: (d["loss"].pop("missed_switch_per_cpu", None),
+                                                  d["loss"].update(missed_switch=5))),
     }
+    # a total (not per process/thread) document charges no key
+    rc, out, err = run("runq", "-f", "json", "-d", "0.2")
+    check(rc == 0, err)
+    total = json.loads(out)
+    total["loss"].update(charged_to_keys=[{"pid": 5, "start_ns": 0, "lost": 1}],
+                         lost_charged_to_keys=1)
+    total["loss"]["unpaired_no_start"] += 1
+    cases["charges in a total document"] = json.dumps(total)
     with tempfile.TemporaryDirectory() as tmp:
         for name, body in cases.items():
             path = os.path.join(tmp, name.replace(" ", "_") + ".json")
@@ -502,8 +532,12 @@ def test_anonymize():
         # the same salt through report gives the same hash of the same pid
         saved = os.path.join(tmp, "plain.json")
         _, plain = traced(Workload("mix", CPU, 1, 0, 100), "--per-thread")
+        charge_first_key(plain)
         with open(saved, "w") as f:
             json.dump(plain, f)
+        rc, out, err = report("-f", "json", saved)
+        check(rc == 0, err)
+        plain = json.loads(out)
         outs = []
         for salt in ("test-salt-1", "test-salt-1", "test-salt-2"):
             q = subprocess.run([LATHIST, "report", "-f", "json", "--anonymize", saved],
@@ -521,3 +555,14 @@ def test_anonymize():
               {outs[0]["meta"]["filters"]["pid"]}, f"report filters {outs[0]['meta']['filters']}")
         check(sorted(h["count"] for h in outs[0]["histograms"]) ==
               sorted(h["count"] for h in plain["histograms"]), "counts changed")
+        # losses charged to keys follow their keys: hashed alike, no real id left, and
+        # every histogram keeps its own losses (so its bounds)
+        real_ids = {h["key"]["tid"] for h in plain["histograms"]}
+        anon_keys = {(h["key"]["pid"], h["key"]["tid"], h["key"]["start_ns"])
+                     for h in outs[0]["histograms"]}
+        for c in outs[0]["loss"]["charged_to_keys"]:
+            check(c["tid"] not in real_ids and (c["pid"], c["tid"], c["start_ns"]) in anon_keys,
+                  f"charge {c} is not on a hashed key")
+        for f in ("key_lost", "lost"):
+            check(sorted((h["count"], h[f]) for h in outs[0]["histograms"]) ==
+                  sorted((h["count"], h[f]) for h in plain["histograms"]), f"{f} changed")
