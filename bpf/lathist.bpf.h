@@ -196,7 +196,7 @@ static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
  * Add key to a hash map with value init (the caller has looked it up and not
  * found it) and return the map's value; another CPU adding it first is no
  * failure. NULL when the map is full or out of memory, counted in the class
- * starting at base (see lh_count_map_err).
+ * starting at base (see lh_count_map_err) unless c is NULL.
  */
 static __always_inline void *lh_map_add(void *map, const void *key, const void *init,
 					struct lh_counters *c, int base)
@@ -204,7 +204,8 @@ static __always_inline void *lh_map_add(void *map, const void *key, const void *
 	long err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
 
 	if (err && err != -EEXIST) {
-		lh_count_map_err(c, base, err);
+		if (c)
+			lh_count_map_err(c, base, err);
 		return NULL;
 	}
 	return bpf_map_lookup_elem(map, key);

@@ -275,7 +275,7 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
  * (its stale start is counted at that pid's next event) nor count a failure
  * (no event was lost; full map: start_e2big is for starts). */
 static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u32 tid,
-						      bool create, struct lh_counters *c)
+						      bool create)
 {
 	struct runq_start *s, init = {};
 
@@ -289,8 +289,7 @@ static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u
 		return s;
 	init.birth_ns = BPF_CORE_READ(t, start_time);
 	init.task = (__u64)t;
-	bpf_map_update_elem(&runq_pid_start, &tid, &init, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&runq_pid_start, &tid);
+	return lh_map_add(&runq_pid_start, &tid, &init, NULL, 0);
 }
 
 /* The histogram key of task t for the grouping (process or thread). */
@@ -318,17 +317,17 @@ static __always_inline void task_key(struct runq_hist_key *key, struct task_stru
  */
 static __always_inline void charge_key(struct task_struct *t, __u64 n, bool btf, __u32 buf)
 {
+	static const __u64 zero;
 	struct runq_hist_key key = {};
 	__u64 *v;
 
 	if (!n || !t || (group != RUNQ_GROUP_PROCESS && group != RUNQ_GROUP_THREAD))
 		return;
 	task_key(&key, t, TREAD(btf, t, pid), TREAD(btf, t, tgid), RUNQ_NONE, buf, btf);
-	/* atomic: the end sweep charges beside the programs */
 	v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
-	if (!v && bpf_map_update_elem(&runq_lost_keyed, &key, &n, BPF_NOEXIST) == -EEXIST)
-		v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
-	if (v)
+	if (!v)		/* full: left uncharged, not a loss of an event */
+		v = lh_map_add(&runq_lost_keyed, &key, &zero, NULL, 0);
+	if (v)		/* atomic: the end sweep charges beside the programs */
 		__sync_fetch_and_add(v, n);
 }
 
@@ -634,6 +633,15 @@ struct next_task {
 	bool selected;		/* passes -p, -t, --cgroup */
 };
 
+/* Was a sched_info stamp (rq clock; 0: not stamped) taken before tracing
+ * began, by the runqueue clock now? */
+static __always_inline bool stamped_before_trace(__u64 stamp, struct rq *rq, __u64 now, bool btf)
+{
+	__u64 clock = TREAD(btf, rq, clock);
+
+	return stamp && clock >= stamp && clock - stamp > now - lh_start_ns;
+}
+
 /*
  * Did next's wait begin before tracing? Its sched_info.last_queued is when it
  * was queued (rq clock, CONFIG_SCHED_INFO; reset by a migration, so a wait can
@@ -644,14 +652,9 @@ struct next_task {
 static __always_inline bool waited_since_before(struct task_struct *next, struct rq *rq,
 						__u64 now, bool btf)
 {
-	__u64 queued, clock;
-
-	if (rq && bpf_core_field_exists(next->sched_info.last_queued)) {
-		/* 0: not stamped (queued by a preemption in a sleep state): unknown */
-		queued = TREAD(btf, next, sched_info.last_queued);
-		clock = TREAD(btf, rq, clock);
-		return queued && clock >= queued && clock - queued > now - lh_start_ns;
-	}
+	/* 0: not stamped (queued by a preemption in a sleep state): unknown */
+	if (rq && bpf_core_field_exists(next->sched_info.last_queued))
+		return stamped_before_trace(TREAD(btf, next, sched_info.last_queued), rq, now, btf);
 	return !born_in_trace(next, btf);
 }
 
@@ -665,15 +668,11 @@ static __always_inline bool waited_since_before(struct task_struct *next, struct
 static __always_inline bool ran_before_trace(struct task_struct *next, struct rq *rq,
 					     __u64 nsw, __u64 now, bool btf)
 {
-	__u64 arrival, clock;
-
 	if (!rq || !bpf_core_field_exists(next->sched_info.last_arrival))
 		return false;
 	if (TREAD(btf, next, sched_info.pcount) != nsw)
 		return false;
-	arrival = TREAD(btf, next, sched_info.last_arrival);
-	clock = TREAD(btf, rq, clock);
-	return arrival && clock >= arrival && clock - arrival > now - lh_start_ns;
+	return stamped_before_trace(TREAD(btf, next, sched_info.last_arrival), rq, now, btf);
 }
 
 /*
@@ -1121,7 +1120,7 @@ int runq_sweep_start(struct bpf_iter__task *ctx)
 	t = sweep_task(ctx, &tid);
 	if (!t)
 		return 0;
-	s = sweep_state(t, tid, true, c);
+	s = sweep_state(t, tid, true);
 	/* the programs own acc and flags once they have seen the task; one
 	 * store, so that they never see half of it */
 	if (s && !(s->flags & RUNQ_ACC_OK) && sweep_switch_ins(t, &n, &running))
@@ -1156,7 +1155,7 @@ int runq_sweep_end(struct bpf_iter__task *ctx)
 	/* the tids it saw, for the loader: a task /proc shows and this does not
 	 * was hidden from it (hidden_tasks) */
 	bpf_seq_write(ctx->meta->seq, &tid, sizeof(tid));
-	s = sweep_state(t, tid, false, c);
+	s = sweep_state(t, tid, false);
 	if (!s)
 		return 0;
 	/* the start, then the count: a start the task's CPU sets meanwhile
