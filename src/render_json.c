@@ -70,7 +70,8 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_report *r
 	json_object *pc = json_object_new_object();
 	const struct lh_meta *m = &r->meta;
 	uint32_t p = m->scheme.precision;
-	uint64_t u = m->scheme.unit_ns, lost = lh_report_hist_lost(r, h);
+	struct lh_pct pct[LH_NR_PERCENTILES];
+	uint64_t u = m->scheme.unit_ns, lost = lh_report_percentiles(r, h, pct);
 
 	json_object_object_add(o, "name", json_object_new_string(h->name));
 	json_object_object_add(o, "key", key_json(&h->key));
@@ -85,16 +86,15 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_report *r
 	if (m->has_bytes)
 		json_object_object_add(o, "bytes", u64(h->bytes));
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
 		json_object *b;
 
-		if (s < 0 || lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &lo, &hi)) {
+		if (pct[i].slot < 0 || pct[i].low < 0) {
 			json_object_object_add(pc, lh_percentiles[i].name, NULL);
 			continue;
 		}
-		b = slot_json(s, m, false);
-		json_object_object_add(b, "low", slot_json(lo, m, false));
-		json_object_object_add(b, "high", slot_json(hi, m, true));
+		b = slot_json(pct[i].slot, m, false);
+		json_object_object_add(b, "low", slot_json(pct[i].low, m, false));
+		json_object_object_add(b, "high", slot_json(pct[i].high, m, true));
 		json_object_object_add(pc, lh_percentiles[i].name, b);
 	}
 	json_object_object_add(o, "percentiles", pc);
@@ -213,7 +213,8 @@ static json_object *loss_json(const struct lh_report *r)
 static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uint64_t *movable,
 			 uint64_t *all)
 {
-	uint64_t lost = lh_report_hist_lost(r, h);
+	struct lh_pct pct[LH_NR_PERCENTILES];
+	uint64_t lost = lh_report_percentiles(r, h, pct);
 	char *buf = NULL, a[64], b[160], still[64] = "";
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	size_t len = 0;
@@ -237,18 +238,16 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uin
 		fprintf(f, "%s%s %s", i ? ", " : "", kv[i].name, kv[i].value);
 	fprintf(f, "): %" PRIu64 " lost could move", lost);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
-
 		(*all)++;
-		if (lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &lo, &hi) || lo == hi) {
+		if (pct[i].low < 0 || pct[i].low == pct[i].high) {
 			snprintf(still + strlen(still), sizeof(still) - strlen(still), "%s%s",
 				 still[0] ? ", " : "", lh_percentiles[i].name);
 			continue;
 		}
 		(*movable)++;
 		fprintf(f, "%s %s %s to %s %s", moved++ ? ";" : "", lh_percentiles[i].name,
-			lh_slot_range(a, sizeof(a), s, &r->meta),
-			lh_bounds_range(b, sizeof(b), lo, hi, &r->meta), r->meta.unit);
+			lh_slot_range(a, sizeof(a), pct[i].slot, &r->meta),
+			lh_bounds_range(b, sizeof(b), pct[i].low, pct[i].high, &r->meta), r->meta.unit);
 	}
 	if (still[0])
 		fprintf(f, "; %s cannot move", still);

@@ -75,7 +75,8 @@ static double in_unit(uint64_t ns, uint64_t unit_ns)
 static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report *r)
 {
 	const struct lh_meta *m = &r->meta;
-	uint64_t lost = lh_report_hist_lost(r, h);
+	struct lh_pct pct[LH_NR_PERCENTILES];
+	uint64_t lost = lh_report_percentiles(r, h, pct);
 	char a[64], b[160];
 
 	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
@@ -83,7 +84,7 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 	if (!lost) {
 		for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
 			fprintf(f, "  %s %s", lh_percentiles[i].name,
-				lh_slot_range(a, sizeof(a), lh_hist_quantile_slot(h, lh_percentiles[i].permille), m));
+				lh_slot_range(a, sizeof(a), pct[i].slot, m));
 		fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns),
 			m->unit);
 		return;
@@ -91,16 +92,13 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 	fprintf(f, "  max %.3f %s (%" PRIu64 " lost: could be longer)\n",
 		in_unit(h->max_ns, m->scheme.unit_ns), m->unit, lost);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		int s = lh_hist_quantile_slot(h, lh_percentiles[i].permille), lo, hi;
-
-		lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &lo, &hi);
 		fprintf(f, "     %-5s %s %s ", lh_percentiles[i].name,
-			lh_slot_range(a, sizeof(a), s, m), m->unit);
-		if (lo == hi)
+			lh_slot_range(a, sizeof(a), pct[i].slot, m), m->unit);
+		if (pct[i].low == pct[i].high)
 			fprintf(f, "(%" PRIu64 " lost cannot move it)\n", lost);
 		else
 			fprintf(f, "(%" PRIu64 " lost: could be %s)\n", lost,
-				lh_bounds_range(b, sizeof(b), lo, hi, m));
+				lh_bounds_range(b, sizeof(b), pct[i].low, pct[i].high, m));
 	}
 }
 

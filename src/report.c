@@ -163,25 +163,19 @@ static int charge_cmp(const void *a, const void *b)
 	return x->birth_ns < y->birth_ns ? -1 : x->birth_ns > y->birth_ns;
 }
 
-int lh_report_charge(struct lh_report *r, const struct lh_key *key, uint64_t n)
+int lh_report_charge(struct lh_report *r, const struct lh_key_charge *c)
 {
-	struct lh_key_charge *c;
-
 	if (r->ncharges == r->charges_cap) {
 		size_t cap = r->charges_cap ? 2 * r->charges_cap : 64;
+		struct lh_key_charge *v = realloc(r->charges, cap * sizeof(*v));
 
-		c = realloc(r->charges, cap * sizeof(*c));
-		if (!c)
+		if (!v)
 			return -ENOMEM;
-		r->charges = c;
+		r->charges = v;
 		r->charges_cap = cap;
 	}
-	c = &r->charges[r->ncharges++];
-	c->pid = key->pid;
-	c->tid = key->fields & LH_KEY_TID ? key->tid : 0;
-	c->birth_ns = key->birth_ns;
-	c->lost = n;
-	r->charged = lh_add_sat(r->charged, n);
+	r->charges[r->ncharges++] = *c;
+	r->charged = lh_add_sat(r->charged, c->lost);
 	return 0;
 }
 
@@ -241,7 +235,6 @@ const char *lh_bounds_range(char *buf, size_t len, int low, int high, const stru
 uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h)
 {
 	unsigned int scope = LH_SCOPE_EVENTS;
-
 	uint64_t lost;
 
 	for (int i = 0; i < r->meta.nkinds; i++)
@@ -253,6 +246,20 @@ uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h)
 	/* another key's losses cannot be this key's waits */
 	lost -= r->charged < lost ? r->charged : lost;
 	return lh_add_sat(lost, lh_report_key_charge(r, &h->key));
+}
+
+uint64_t lh_report_percentiles(const struct lh_report *r, const struct lh_hist *h,
+			       struct lh_pct out[LH_NR_PERCENTILES])
+{
+	uint64_t lost = lh_report_hist_lost(r, h);
+
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+		out[i].slot = lh_hist_quantile_slot(h, lh_percentiles[i].permille);
+		if (lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &out[i].low,
+					    &out[i].high))
+			out[i].low = out[i].high = -1;
+	}
+	return lost;
 }
 
 void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
@@ -411,13 +418,9 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 	}
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
 		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
-	for (size_t i = 0; i < src->ncharges; i++) {
-		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID, .pid = src->charges[i].pid,
-				    .tid = src->charges[i].tid, .birth_ns = src->charges[i].birth_ns };
-
-		if (lh_report_charge(dst, &k, src->charges[i].lost))
+	for (size_t i = 0; i < src->ncharges; i++)
+		if (lh_report_charge(dst, &src->charges[i]))
 			return -ENOMEM;
-	}
 	if (lh_report_gaps(dst, src->gap_ncpus))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < src->gap_ncpus; i++)

@@ -216,12 +216,24 @@ const char *lh_bounds_range(char *buf, size_t len, int low, int high, const stru
  * losses charged to its key and those charged to no key. */
 uint64_t lh_report_hist_lost(const struct lh_report *r, const struct lh_hist *h);
 
+/* One percentile of a histogram: the slot that holds it, and the slots it
+ * would have with every lost event below (low) or above (high); -1 when the
+ * histogram is empty. */
+struct lh_pct {
+	int slot, low, high;
+};
+
+/* h's percentiles (lh_percentiles order) and their bounds under the losses
+ * that could have belonged to it; returns those losses (lh_report_hist_lost). */
+uint64_t lh_report_percentiles(const struct lh_report *r, const struct lh_hist *h,
+			       struct lh_pct out[LH_NR_PERCENTILES]);
+
 /* Make r->gap_cpu hold at least n CPUs (new ones 0). -ENOMEM, -E2BIG past LH_MAX_GAP_CPUS. */
 int lh_report_gaps(struct lh_report *r, uint32_t n);
 
-/* Charge n lost waits to key (its pid, tid, birth_ns); merged with the same
- * key's by lh_report_sort. -ENOMEM. */
-int lh_report_charge(struct lh_report *r, const struct lh_key *key, uint64_t n);
+/* Add a charge (c->lost lost waits of the key c names; tid 0 per process);
+ * merged with the same key's by lh_report_sort. -ENOMEM. */
+int lh_report_charge(struct lh_report *r, const struct lh_key_charge *c);
 
 /* The lost waits charged to key (after lh_report_sort). */
 uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *key);

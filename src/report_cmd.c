@@ -445,7 +445,7 @@ static int add_charges(struct merge *m, json_object *loss)
 		return bad(m, "loss.charged_to_keys is not an array");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID };
+		struct lh_key_charge k;
 
 		if (!json_object_is_type(e, json_type_object) ||
 		    json_object_object_length(e) != (thread ? 4 : 3) ||
@@ -465,8 +465,9 @@ static int add_charges(struct merge *m, json_object *loss)
 		k.pid = (uint32_t)v[0];
 		k.tid = (uint32_t)v[1];
 		k.birth_ns = v[2];
+		k.lost = v[3];
 		sum += v[3];
-		if (lh_report_charge(&m->r, &k, v[3]))
+		if (lh_report_charge(&m->r, &k))
 			return -ENOMEM;
 	}
 	if (get_u64(loss, "lost_charged_to_keys", &total) || total != sum)

@@ -441,11 +441,11 @@ static int by_u32(const void *a, const void *b)
 static int add_lost(struct lh_session *s, const void *k, const void *values)
 {
 	struct lh_key key = report_key(s, k);
-	uint64_t n = 0;
+	struct lh_key_charge c = { .pid = key.pid, .tid = key.tid, .birth_ns = key.birth_ns };
 
 	for (int cpu = 0; cpu < s->ncpus; cpu++)
-		n = lh_add_sat(n, ((const uint64_t *)values)[cpu]);
-	return n ? lh_report_charge(&s->report, &key, n) : 0;
+		c.lost = lh_add_sat(c.lost, ((const uint64_t *)values)[cpu]);
+	return c.lost ? lh_report_charge(&s->report, &c) : 0;
 }
 
 static int add_keyed(struct lh_session *s, const void *k, const void *values)
@@ -802,12 +802,12 @@ static void sweep(struct lh_session *s, bool last)
 			last ? "end-of-run" : "start", strerror(-err), last ?
 			"waits no event showed since each task's last event are not counted" :
 			"waits of a task before its first event seen are not counted");
-	else if (last && len >= sizeof(uint32_t)) {
-		qsort(seen, len / sizeof(uint32_t), sizeof(uint32_t), by_u32);
-		x->hidden = hidden_tasks(x->o, before, nb, since, (uint32_t *)seen,
-					 len / sizeof(uint32_t));
-	} else if (last) {
-		x->hidden = hidden_tasks(x->o, before, nb, since, NULL, 0);
+	else if (last) {
+		size_t n = len / sizeof(uint32_t);
+
+		if (n)
+			qsort(seen, n, sizeof(uint32_t), by_u32);
+		x->hidden = hidden_tasks(x->o, before, nb, since, (uint32_t *)seen, n);
 	}
 	free(before);
 	free(seen);
