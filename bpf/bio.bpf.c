@@ -480,7 +480,8 @@ int bio_sweep(struct bpf_iter__bpf_map_elem *ctx)
 		return 0;
 	if ((state == MQ_RQ_IDLE && !ref) ||
 	    (state == MQ_RQ_IN_FLIGHT && end > first && (sector < first || sector >= end)))
-		c->v[LH_LOSS_MISSED_COMPLETION]++;
+		/* atomic: a program on this CPU may interrupt the sweep */
+		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_COMPLETION], 1);
 	return 0;
 }
 
