@@ -250,6 +250,9 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 	else if (err == -EINVAL)
 		lh_usage_error(tool, "-o '%s': is not a regular file (a device, FIFO or socket); "
 			       "give a file path, or - for standard output", arg);
+	else if (err == -EMLINK)
+		lh_usage_error(tool, "-o '%s': has other hard links, whose content would change "
+			       "too; give a file with one name", arg);
 	else
 		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
 			       "folder", arg, strerror(-err));
@@ -279,9 +282,13 @@ int lh_check_file_opt(const char *opt, const char *arg, const char *what, const 
 
 	if (!err)
 		return 0;
-	lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable folder",
-		       opt, arg, err == -ELOOP ? "a symbolic link" :
-		       err == -EINVAL ? "not a regular file" : strerror(-err), what);
+	if (err == -EMLINK)
+		lh_usage_error(tool, "%s '%s': has other hard links, whose content would change "
+			       "too; give a file with one name", opt, arg);
+	else
+		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
+			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :
+			       err == -EINVAL ? "not a regular file" : strerror(-err), what);
 	return -EINVAL;
 }
 

@@ -16,17 +16,18 @@
 /*
  * Write out the whole lines buffered. On the first failure (disk full, closed
  * pipe) the error is said once, a file is cut back to its last whole line
- * (lh_lines_write), and later records are counted but not written.
+ * (lh_lines_write), and later records are counted but not written (a closed
+ * pipe, EPIPE, ends the run: lh_session_run).
  */
 static void flush_lines(struct lh_recorder *r)
 {
 	int err = r->out.err ? 0 : lh_lines_write(&r->out, r->buf, r->used);
 
 	if (err)
-		fprintf(stderr, "lathist %s: writing the records to %s failed: %s; tracing "
-			"goes on, records are counted but no longer written\n", r->tool,
+		fprintf(stderr, "lathist %s: writing the records to %s failed: %s; %s\n", r->tool,
 			r->path ? r->path : r->out.fd == STDOUT_FILENO ? "stdout" : "stderr",
-			strerror(-err));
+			strerror(-err), err == -EPIPE ? "nobody reads them any more: the run ends" :
+			"tracing goes on, records are counted but no longer written");
 	r->used = 0;
 }
 

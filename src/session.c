@@ -276,6 +276,13 @@ static int collect(struct lh_session *s, bool last)
 }
 
 /* Sleep until deadline (CLOCK_MONOTONIC ns) or a signal, reading records meanwhile. */
+/* The records went to a pipe (stdout, or a FIFO given to --events) that
+ * nobody reads any more: like a closed pipe under the report, it ends the run. */
+static bool records_reader_gone(const struct lh_session *s)
+{
+	return s->report.records.on && s->recorder.out.err == EPIPE;
+}
+
 static void wait_until(struct lh_session *s, uint64_t deadline_ns)
 {
 	struct timespec ts = {
@@ -289,7 +296,7 @@ static void wait_until(struct lh_session *s, uint64_t deadline_ns)
 			;
 		return;
 	}
-	while (!exiting && lh_now_ns() < deadline_ns)
+	while (!exiting && !records_reader_gone(s) && lh_now_ns() < deadline_ns)
 		lh_recorder_poll(&s->recorder, deadline_ns);
 }
 
@@ -357,7 +364,7 @@ int lh_session_run(struct lh_session *s)
 			wake = lh_now_ns() + 1000000000ULL;
 		wait_until(s, wake);
 		now = lh_now_ns();
-		last = exiting || (end && now >= end);
+		last = exiting || (end && now >= end) || records_reader_gone(s);
 		due = c->interval_ns && now >= begin + c->interval_ns;
 		if (!last && !due)
 			continue;

@@ -168,6 +168,8 @@ int lh_output_check(const char *path)
 			return -EISDIR;
 		if (!S_ISREG(st.st_mode))
 			return -EINVAL;	/* a device, FIFO or socket: never replaced */
+		if (st.st_nlink > 1)
+			return -EMLINK;	/* a hard link: its other names would change too */
 	}
 	dir_of(path, dir, sizeof(dir));
 	if (stat(dir, &st))
@@ -224,6 +226,8 @@ int lh_write_atomic(const char *path, const char *data, size_t len)
 			return -ELOOP;
 		if (!S_ISREG(st.st_mode))
 			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		if (st.st_nlink > 1)
+			return -EMLINK;
 		exists = true;
 	}
 	dir_of(path, dir, sizeof(dir));
@@ -309,10 +313,29 @@ int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus)
 
 int lh_lines_open(struct lh_lines *l, const char *path)
 {
+	struct stat st;
+	int err;
+
 	memset(l, 0, sizeof(*l));
-	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	/* truncated only once known to be a regular file with one name */
+	l->fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666);
 	if (l->fd < 0)
 		return -errno;
+	if (fstat(l->fd, &st))
+		err = -errno;
+	else if (!S_ISREG(st.st_mode))
+		err = -EINVAL;
+	else if (st.st_nlink > 1)
+		err = -EMLINK;
+	else if (ftruncate(l->fd, 0) || fcntl(l->fd, F_SETFL, 0))
+		err = -errno;
+	else
+		err = 0;
+	if (err) {
+		close(l->fd);
+		l->fd = -1;
+		return err;
+	}
 	l->own = true;
 	return 0;
 }

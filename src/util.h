@@ -37,9 +37,10 @@ int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus);
 /*
  * Check before tracing that path can be written later: its folder exists and
  * takes a new file (one is created and removed to know), and path is a
- * regular file or does not exist yet. Returns 0 or
- * a negative errno (-ELOOP for a symlink, -EISDIR, -EINVAL for a device, FIFO
- * or socket, -ENOENT, -EACCES).
+ * regular file with one name (no other hard link) or does not exist yet.
+ * Returns 0 or a negative errno (-ELOOP for a symlink, -EISDIR, -EINVAL for a
+ * device, FIFO or socket, -EMLINK for a file with hard links, -ENOENT, -EACCES).
+ * One rule for every output: what lathist writes never changes another name.
  */
 int lh_output_check(const char *path);
 
@@ -47,9 +48,8 @@ int lh_output_check(const char *path);
  * Replace path atomically with len bytes of data: write an unnamed file
  * (O_TMPFILE, else a named temporary) in the same folder, fsync, name it,
  * rename it over path. The new file keeps the old one's mode and owner (a new
- * one gets 0666 less the umask); hard links to the old file keep the old
- * content. Refuses a symlink (-ELOOP) and anything not a regular file
- * (-EINVAL, -EISDIR). Returns 0 or a negative errno; on error path is left as
+ * one gets 0666 less the umask). Refuses a symlink (-ELOOP), a file with
+ * other hard links (-EMLINK) and anything not a regular file (-EINVAL, -EISDIR). Returns 0 or a negative errno; on error path is left as
  * it was.
  */
 int lh_write_atomic(const char *path, const char *data, size_t len);
@@ -70,7 +70,9 @@ struct lh_lines {
 	int err;		/* first write error (errno), 0 if none */
 };
 
-/* Create or truncate path for writing, never through a symlink; negative errno. */
+/* Create or truncate path for writing, never through a symlink, and not a
+ * file that is not regular (-EINVAL) or has other hard links (-EMLINK): it is
+ * truncated only once it is known to be neither. Negative errno. */
 int lh_lines_open(struct lh_lines *l, const char *path);
 
 /* Use an open descriptor (stdout, stderr): never truncated or closed here. */

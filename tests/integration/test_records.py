@@ -257,3 +257,38 @@ def test_closed_stdout():
         read_lines(events)	# JSON lines only: no report mixed in
         with open(report) as f:
             check("events and losses" in f.read(), "report file")
+
+
+def test_records_into_closed_pipe_end_the_run():
+    """Records on stdout, text or JSON lines (--events -), whose reader quits: the run ends
+    (no -d), saying why, exit 1; before, it traced on until killed."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        for extra in ("", f"--events - -o '{tmp}/r.txt'"):
+            p = subprocess.run(["bash", "-c", f"'{LATHIST}' runq --slower-than 0 {extra} | "
+                                "head -1; exit ${PIPESTATUS[0]}"],
+                               capture_output=True, text=True, timeout=30)
+            check(p.returncode == 1 and p.stdout.count("\n") == 1 and
+                  "nobody reads them any more: the run ends" in p.stderr,
+                  f"{extra!r}: rc {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
+
+
+def test_no_output_writes_through_a_hard_link():
+    """One rule for every output file: one with other hard links is refused (exit 2, one
+    line), and the linked file keeps its content; before, --events and --series wrote
+    into it while -o replaced only its own name."""
+    with tempfile.TemporaryDirectory() as tmp:
+        keep, link = os.path.join(tmp, "keep"), os.path.join(tmp, "link")
+        with open(keep, "w") as f:
+            f.write("keep\n")
+        os.link(keep, link)
+        for args in (["runq", "-d", "0.2", "-o", link],
+                     ["runq", "-d", "0.2", "--slower-than", "0", "--events", link],
+                     ["runq", "-d", "0.4", "-i", "0.1", "--series", link],
+                     ["report", "-o", link, "/dev/null"],
+                     ["report", "--heatmap", link, "/dev/null"]):
+            rc, out, err = run(*args)
+            check(rc == 2 and "has other hard links" in err and
+                  len(err.strip().splitlines()) == 1, f"{args}: rc {rc}, {err!r}")
+            with open(keep) as f:
+                check(f.read() == "keep\n", f"{args}: the linked file changed")
