@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include "anonymize.h"
+#include "cli.h"
 
 static int create_salt(struct lh_anon *a)
 {
@@ -32,6 +33,20 @@ static int create_salt(struct lh_anon *a)
 	return err;
 }
 
+int lh_anon_check_env(const char *tool)
+{
+	const char *env = getenv("LATHIST_ANON_SALT");
+	size_t n = env ? strlen(env) : 0;
+
+	/* one rule for both salts: a short one is guessed, and with it every id */
+	if (!env || (n >= LH_ANON_SALT_MIN && n <= LH_ANON_SALT_MAX))
+		return 0;
+	lh_usage_error(tool, "--anonymize: LATHIST_ANON_SALT is %zu bytes; give %d to %d "
+		       "random bytes, e.g. $(openssl rand -hex 16), or unset it to use %s", n,
+		       LH_ANON_SALT_MIN, LH_ANON_SALT_MAX, LH_ANON_SALT_FILE);
+	return -EINVAL;
+}
+
 int lh_anon_init(struct lh_anon *a, const char *tool)
 {
 	const char *env = getenv("LATHIST_ANON_SALT");
@@ -39,13 +54,10 @@ int lh_anon_init(struct lh_anon *a, const char *tool)
 	int fd, err;
 
 	memset(a, 0, sizeof(*a));
-	if (env && !*env) {
-		fprintf(stderr, "lathist %s: --anonymize: LATHIST_ANON_SALT is set but empty; set "
-			"it to a secret (or unset it to use %s)\n", tool, LH_ANON_SALT_FILE);
-		return -EINVAL;
-	}
 	if (env) {
-		a->salt_len = (unsigned int)strnlen(env, sizeof(a->salt));
+		if (lh_anon_check_env(tool))
+			return -EINVAL;
+		a->salt_len = (unsigned int)strlen(env);
 		memcpy(a->salt, env, a->salt_len);
 		return 0;
 	}
@@ -60,15 +72,22 @@ int lh_anon_init(struct lh_anon *a, const char *tool)
 		err = -errno;
 		goto done;
 	}
-	n = read(fd, a->salt, sizeof(a->salt));
+	{
+		unsigned char buf[sizeof(a->salt) + 1];
+
+		n = read(fd, buf, sizeof(buf));
+		err = n < 0 ? -errno : n < LH_ANON_SALT_MIN || n > LH_ANON_SALT_MAX ? -EINVAL : 0;
+		if (!err) {
+			memcpy(a->salt, buf, (size_t)n);
+			a->salt_len = (unsigned int)n;
+		}
+	}
 	close(fd);
-	err = n < 16 ? -EINVAL : 0;
-	a->salt_len = n > 0 ? (unsigned int)n : 0;
 done:
 	if (err)
 		fprintf(stderr, "lathist %s: --anonymize: cannot use the salt %s: %s; set "
 			"LATHIST_ANON_SALT to a secret instead\n", tool, LH_ANON_SALT_FILE,
-			err == -EINVAL ? "shorter than 16 bytes" : strerror(-err));
+			err == -EINVAL ? "not 16 to 64 bytes" : strerror(-err));
 	return err;
 }
 
@@ -156,7 +175,17 @@ void lh_anon_report(const struct lh_anon *a, struct lh_report *r)
 	lh_report_sort(r);
 }
 
-void lh_anon_filters(const struct lh_anon *a, struct lh_meta *m)
+void lh_anon_host(const struct lh_anon *a, char *host, size_t len)
+{
+	unsigned char h[32];
+
+	if (!host[0] || !strcmp(host, "mixed"))
+		return;
+	mac(a, "host:", host, strnlen(host, len), h);
+	snprintf(host, len, "host-%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4]);
+}
+
+void lh_anon_meta(const struct lh_anon *a, struct lh_meta *m)
 {
 	for (int i = 0; i < m->nfilters; i++) {
 		struct lh_filter *f = &m->filters[i];
@@ -165,4 +194,6 @@ void lh_anon_filters(const struct lh_anon *a, struct lh_meta *m)
 			snprintf(f->value, sizeof(f->value), "%u",
 				 lh_anon_id(a, (uint32_t)strtoul(f->value, NULL, 10)));
 	}
+	lh_anon_host(a, m->host, sizeof(m->host));
+	m->anonymized = true;
 }

@@ -15,13 +15,20 @@
 #include "report.h"
 
 #define LH_ANON_SALT_FILE "/var/lib/lathist/anon-salt"
+#define LH_ANON_SALT_MIN 16	/* bytes of salt, from $LATHIST_ANON_SALT or the file */
+#define LH_ANON_SALT_MAX 64
 
 struct lh_anon {
-	unsigned char salt[64];
+	unsigned char salt[LH_ANON_SALT_MAX];
 	unsigned int salt_len;
 };
 
-/* Load (or create) the salt. Negative errno with a one-line message naming tool. */
+/* $LATHIST_ANON_SALT, when set, must be 16 to 64 bytes: else a one-line usage
+ * error naming tool and -EINVAL (checked with the options, before tracing). */
+int lh_anon_check_env(const char *tool);
+
+/* Load (or create) the salt: 16 to 64 bytes, from $LATHIST_ANON_SALT or the salt
+ * file. Negative errno with a one-line message naming tool. */
 int lh_anon_init(struct lh_anon *a, const char *tool);
 
 /* A pid or tid as a stable hash in 1..2^31-1 (0 stays 0: idle, or none). */
@@ -33,7 +40,11 @@ void lh_anon_comm(const struct lh_anon *a, char *comm, size_t len);
 /* Every pid, tid and task name of r's histogram keys and counter rows; sorts r again. */
 void lh_anon_report(const struct lh_anon *a, struct lh_report *r);
 
-/* The -p/-t filter values of m (once per run: they stay across intervals). */
-void lh_anon_filters(const struct lh_anon *a, struct lh_meta *m);
+/* A host name as "host-" and 10 hex digits, in place ("mixed" stays). */
+void lh_anon_host(const struct lh_anon *a, char *host, size_t len);
+
+/* The -p/-t filter values and the host of m, which then says it is anonymized
+ * (once per run: they stay across intervals). */
+void lh_anon_meta(const struct lh_anon *a, struct lh_meta *m);
 
 #endif /* LATHIST_ANONYMIZE_H */

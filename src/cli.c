@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include "anonymize.h"
 #include "cli.h"
 #include "hist_slot.h"
 #include "util.h"
@@ -426,6 +427,8 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 	case LH_OPT_EVENTS:
 		return stream_file(&o->events_path, "--events", arg, true, tool);
 	case LH_OPT_ANONYMIZE:
+		if (lh_anon_check_env(tool))
+			return -EINVAL;
 		o->anonymize = true;
 		return 0;
 	case LH_OPT_SERIES:

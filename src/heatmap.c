@@ -10,6 +10,7 @@
 
 struct column {
 	uint64_t start_ns, dur_ns;
+	uint64_t lost;		/* events the interval lost (loss.lost) */
 	uint64_t *counts;	/* nslots */
 };
 
@@ -24,7 +25,7 @@ struct lh_heatmap *lh_heatmap_new(void)
 	return calloc(1, sizeof(struct lh_heatmap));
 }
 
-int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns)
+int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns, uint64_t lost)
 {
 	if (h->ncols == h->cap) {
 		int cap = h->cap ? 2 * h->cap : 64;
@@ -35,7 +36,7 @@ int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns)
 		h->cols = c;
 		h->cap = cap;
 	}
-	h->cols[h->ncols++] = (struct column){ start_ns, dur_ns, NULL };
+	h->cols[h->ncols++] = (struct column){ start_ns, dur_ns, lost, NULL };
 	return 0;
 }
 
@@ -104,13 +105,20 @@ static double nice_step(double span, int n)
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
 }
 
-int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
+static int by_start(const void *a, const void *b)
+{
+	const struct column *x = a, *y = b;
+
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+int lh_heatmap_write(struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
 		     const char *name)
 {
 	const double W = 900, H = 520, L = 90, R = 130, T = 50, B = 60;
 	double pw = W - L - R, ph = H - T - B, cw, rh;
 	uint64_t max = 0, t0, t1;
-	int lo = -1, hi = -1, nrows, err;
+	int lo = -1, hi = -1, nrows, err, nlost = 0;
 	char *svg = NULL, col[16], lab[32];
 	size_t len = 0;
 	FILE *f;
@@ -130,10 +138,16 @@ int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct 
 	if (lo < 0)
 		return -EDOM;	/* nothing to draw */
 	nrows = hi - lo + 1;
+	/* in time order, whatever order the inputs came in; they do not overlap
+	 * (lathist report refuses an interval twice, and concurrent runs) */
+	qsort(h->cols, (size_t)h->ncols, sizeof(*h->cols), by_start);
 	t0 = h->cols[0].start_ns;
-	t1 = h->cols[h->ncols - 1].start_ns + h->cols[h->ncols - 1].dur_ns;
-	if (t1 <= t0)
-		t1 = t0 + 1;
+	t1 = t0 + 1;
+	for (int c = 0; c < h->ncols; c++) {
+		if (h->cols[c].start_ns + h->cols[c].dur_ns > t1)
+			t1 = h->cols[c].start_ns + h->cols[c].dur_ns;
+		nlost += h->cols[c].lost > 0;
+	}
 	rh = ph / nrows;
 	f = open_memstream(&svg, &len);
 	if (!f)
@@ -167,6 +181,19 @@ int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct 
 				hi_l, meta->unit, (double)(k->start_ns - t0) / 1e9);
 		}
 	}
+	/* intervals that lost events: a mark above their column */
+	for (int c = 0; c < h->ncols; c++) {
+		const struct column *k = &h->cols[c];
+
+		if (!k->lost)
+			continue;
+		cw = pw * (double)k->dur_ns / (double)(t1 - t0);
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"6\" fill=\"#1f5fbf\">"
+			"<title>%" PRIu64 " events lost in the interval at %.3f s: its cells may "
+			"lack them</title></rect>\n", L + pw * (double)(k->start_ns - t0) /
+			(double)(t1 - t0), T - 9, cw < 0.5 ? 0.5 : cw, k->lost,
+			(double)(k->start_ns - t0) / 1e9);
+	}
 	fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
 		"stroke=\"#333\"/>\n", L, T, pw, ph);
 	/* y axis: upper bound of each slot, thinned to about 12 labels */
@@ -188,7 +215,8 @@ int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct 
 				L + pw * s / span, T + ph + 18, s);
 	}
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">time since the first "
-		"interval (s), %d intervals</text>\n", L + pw / 2, H - 16, h->ncols);
+		"interval (s), %d intervals%s</text>\n", L + pw / 2, H - 16, h->ncols,
+		nlost ? "; blue mark above: the interval lost events" : "");
 	/* legend */
 	for (int i = 0; i < 5; i++) {
 		uint64_t n = i ? (uint64_t)llround(exp(log((double)(max ? max : 1)) * (i - 1) / 3.0)) : 0;

@@ -11,19 +11,20 @@ struct lh_heatmap;
 /* An empty heatmap; NULL without memory. */
 struct lh_heatmap *lh_heatmap_new(void);
 
-/* Start the next column: an interval beginning at start_ns (CLOCK_REALTIME) lasting dur_ns.
- * -ENOMEM. */
-int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns);
+/* Start the next column: an interval beginning at start_ns (CLOCK_REALTIME) lasting dur_ns,
+ * which lost `lost` events (marked). Columns may come in any order. -ENOMEM. */
+int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns, uint64_t lost);
 
 /* Add a histogram's slot counts to column col (0-based). */
 void lh_heatmap_add(struct lh_heatmap *h, int col, const struct lh_hist *hist);
 
 /*
  * Write the SVG (atomically, never through a symlink) for histogram `name`,
+ * its columns in time order (they are sorted here; they must not overlap),
  * labelled with meta's tool, unit and slot scheme. -EDOM with fewer than two
  * columns or no event at all; other negative errno from writing.
  */
-int lh_heatmap_write(const struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
+int lh_heatmap_write(struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
 		     const char *name);
 
 void lh_heatmap_free(struct lh_heatmap *h);

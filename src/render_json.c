@@ -125,6 +125,26 @@ static json_object *meta_json(const struct lh_meta *m)
 	json_object_object_add(o, "version", json_object_new_string(LATHIST_VERSION));
 	json_object_object_add(o, "kernel", json_object_new_string(m->kernel));
 	json_object_object_add(o, "clock", json_object_new_string(m->clock));
+	json_object_object_add(o, "run_id", m->run_id[0] ? json_object_new_string(m->run_id) : NULL);
+	json_object_object_add(o, "host", json_object_new_string(m->host));
+	json_object_object_add(o, "anonymized", json_object_new_boolean(m->anonymized));
+	if (m->parts) {		/* a merge: every run interval it covers */
+		json_object *parts = json_object_new_array();
+
+		for (size_t i = 0; i < m->nparts; i++) {
+			const struct lh_part *p = &m->parts[i];
+			json_object *po = json_object_new_object();
+
+			json_object_object_add(po, "run_id", p->run_id[0] ?
+					       json_object_new_string(p->run_id) : NULL);
+			json_object_object_add(po, "host", json_object_new_string(p->host));
+			json_object_object_add(po, "interval_index", u64(p->interval_index));
+			json_object_object_add(po, "start_realtime_ns", u64(p->start_realtime_ns));
+			json_object_object_add(po, "duration_ns", u64(p->duration_ns));
+			json_object_array_add(parts, po);
+		}
+		json_object_object_add(o, "parts", parts);
+	}
 	for (int i = 0; i < m->nattach; i++)
 		json_object_object_add(a, m->attach[i].tracepoint,
 				       json_object_new_string(m->attach[i].type));

@@ -154,8 +154,10 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_report 
 
 static void print_header(FILE *f, const struct lh_meta *m)
 {
-	fprintf(f, "lathist %s: kernel %s, %d CPUs, clock %s\n", m->tool, m->kernel, m->ncpus,
-		m->clock);
+	fprintf(f, "lathist %s: host %s, kernel %s, %d CPUs, clock %s\n", m->tool, m->host,
+		m->kernel, m->ncpus, m->clock);
+	if (m->anonymized)
+		fputs("anonymized: pids, tids, task names and the host are salted hashes\n", f);
 	fputs("attach:", f);
 	for (int i = 0; i < m->nattach; i++)
 		fprintf(f, " %s=%s", m->attach[i].tracepoint, m->attach[i].type);

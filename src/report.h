@@ -51,6 +51,22 @@ enum lh_feature {
 	LH_FEAT_COUNTERS = 4,	/* runq --counters: counter reads */
 };
 
+#define LH_RUN_ID_LEN 32	/* hex digits of a run id */
+
+/*
+ * What one document covers of one run: the whole run (interval_index 0) or
+ * one interval of it. lathist report refuses a part that repeats or overlaps
+ * one of the same run it has read, so no interval is counted twice.
+ */
+struct lh_part {
+	char run_id[LH_RUN_ID_LEN + 1];	/* 32 hex digits, random per run; "" for a
+					 * document from a lathist before run ids */
+	char host[65];			/* hostname of the traced host */
+	uint32_t interval_index;	/* 1-based with -i, 0 for a whole run */
+	uint64_t start_realtime_ns;	/* CLOCK_REALTIME ns */
+	uint64_t duration_ns;
+};
+
 /* The PMU counters of a run (runq --counters). */
 struct lh_pmu_meta {
 	int n;				/* counters read, in this order */
@@ -86,6 +102,11 @@ struct lh_meta {
 	int nmaps;
 	unsigned int features;		/* enum lh_feature bits */
 	struct lh_pmu_meta pmu;
+	char run_id[LH_RUN_ID_LEN + 1];	/* this run's id (hex); "" in a merge */
+	char host[65];			/* hostname; "mixed" in a merge of hosts */
+	bool anonymized;		/* ids, names and host are salted hashes */
+	const struct lh_part *parts;	/* a merge (lathist report): what it covers */
+	size_t nparts;
 };
 
 /* Lost waits charged to one key (runq per process/thread): the key's identity

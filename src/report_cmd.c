@@ -59,6 +59,13 @@ struct merge {
 	char filters[512];		/* the first document's meta.filters, as JSON */
 	bool filters_mixed;
 	json_object *filters_obj;	/* a copy of them, applied at the end */
+	struct lh_part *parts;		/* every run interval read so far (a merge's meta.parts) */
+	struct part_src { const char *path; int doc; } *part_src;	/* where each was read */
+	size_t nparts, parts_cap;
+	char host[65];			/* the first document's, or "mixed" */
+	bool anonymized;		/* the first document's meta.anonymized */
+	uint32_t *hist_doc;		/* per merged histogram: the last document adding to it */
+	size_t hist_doc_cap;
 };
 
 /* "lathist report: PATH (document N): MSG; FIX" (FIX NULL: MSG says the fix). -EINVAL. */
@@ -218,6 +225,28 @@ static uint32_t top_slot(const struct lh_hist *h)
 	return 0;
 }
 
+/* Has the document being read added to merged histogram i already? Marks it. */
+static bool hist_seen(struct merge *m, size_t i)
+{
+	if (i >= m->hist_doc_cap) {
+		size_t cap = m->hist_doc_cap ? 2 * m->hist_doc_cap : 256;
+		uint32_t *n;
+
+		while (cap <= i)
+			cap *= 2;
+		n = realloc(m->hist_doc, cap * sizeof(*n));
+		if (!n)
+			return false;	/* unchecked rather than refused: memory is short */
+		memset(n + m->hist_doc_cap, 0, (cap - m->hist_doc_cap) * sizeof(*n));
+		m->hist_doc = n;
+		m->hist_doc_cap = cap;
+	}
+	if (m->hist_doc[i] == (uint32_t)m->ndocs)
+		return true;
+	m->hist_doc[i] = (uint32_t)m->ndocs;
+	return false;
+}
+
 static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
 	const struct lh_scheme *sc = &m->r.meta.scheme;
@@ -264,8 +293,12 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 			return bad(m, "histogram %s: slot (%" PRIu64 " ns, ...] is not a slot of "
 				   "precision %u in %s", name, lo, sc->precision, m->unit);
 		}
-		tmp->slots[idx] = lh_add_sat(tmp->slots[idx], c);
-		total = lh_add_sat(total, c);
+		if (tmp->slots[idx] + c < c || total + c < c) {
+			lh_hist_free(tmp);
+			return bad(m, "histogram %s: its slots add up past 2^64-1", name);
+		}
+		tmp->slots[idx] += c;
+		total += c;
 	}
 	if (total != count) {
 		lh_hist_free(tmp);
@@ -291,9 +324,10 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad(m, "histogram %s: max_ns %" PRIu64 " is above its highest slot", name, max);
 	}
 	h = lh_report_find_hist(&m->r, name, &key);
-	if (!h) {
+	if (!h || hist_seen(m, (size_t)(h - m->r.hists))) {
 		lh_hist_free(tmp);
-		return -ENOMEM;
+		return h ? bad(m, "histogram %s of one key appears twice in this document: it "
+			       "would be counted twice", name) : -ENOMEM;
 	}
 	if (h->count + tmp->count < h->count || h->sum_ns + tmp->sum_ns < h->sum_ns ||
 	    h->bytes + tmp->bytes < h->bytes) {
@@ -487,11 +521,134 @@ static int add_charges(struct merge *m, json_object *loss)
 	return 0;
 }
 
+/*
+ * One run interval a document covers (o: its meta, or one of a merge's
+ * meta.parts): run_id (32 hex digits; absent or null in a document from a
+ * lathist before run ids), host, interval_index, start_realtime_ns, duration_ns.
+ */
+static int parse_part(struct merge *m, json_object *o, const char *where, struct lh_part *p)
+{
+	json_object *id = NULL;
+	uint64_t idx;
+
+	memset(p, 0, sizeof(*p));
+	if (o && json_object_object_get_ex(o, "run_id", &id) && id) {
+		if (!json_object_is_type(id, json_type_string) ||
+		    !lh_is_run_id(json_object_get_string(id)))
+			return bad(m, "%s.run_id is not 32 hex digits", where);
+		snprintf(p->run_id, sizeof(p->run_id), "%s", json_object_get_string(id));
+	}
+	if (get_str(o, "host", p->host, sizeof(p->host)))
+		snprintf(p->host, sizeof(p->host), "?");
+	for (char *c = p->host; *c; c++)	/* printed in headers and labels */
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e || *c == '"' || *c == '\\')
+			*c = '?';
+	if (get_u64(o, "interval_index", &idx) || idx > UINT32_MAX ||
+	    get_u64(o, "start_realtime_ns", &p->start_realtime_ns) ||
+	    get_u64(o, "duration_ns", &p->duration_ns) ||
+	    p->start_realtime_ns + p->duration_ns < p->start_realtime_ns)
+		return bad(m, "%s: interval_index, start_realtime_ns or duration_ns is not a whole "
+			   "number (or the span runs past 2^64 ns)", where);
+	p->interval_index = (uint32_t)idx;
+	return 0;
+}
+
+/* Do a and b cover some of the same run? The same run id (or both none: a
+ * lathist before run ids), and the same interval or spans that overlap. */
+static bool same_coverage(const struct lh_part *a, const struct lh_part *b)
+{
+	if (strcmp(a->run_id, b->run_id))
+		return false;
+	if (a->interval_index == b->interval_index && a->run_id[0])
+		return true;
+	return a->start_realtime_ns < b->start_realtime_ns + b->duration_ns &&
+	       b->start_realtime_ns < a->start_realtime_ns + a->duration_ns;
+}
+
+/* Note what a document covers; refused when an input read before covers some
+ * of it already (a copy, a repeated line, overlapping series). */
+static int add_part(struct merge *m, const struct lh_part *p)
+{
+	for (size_t i = 0; i < m->nparts; i++) {
+		const struct lh_part *q = &m->parts[i];
+		const struct part_src *src = &m->part_src[i];
+		char other[300], what[32];
+
+		if (!same_coverage(p, q))
+			continue;
+		snprintf(other, sizeof(other), "%s", src->path);
+		if (src->doc > 1 || src->path == m->path)
+			snprintf(other + strlen(other), sizeof(other) - strlen(other),
+				 " (document %d)", src->doc);
+		if (!p->run_id[0])
+			return unmergeable(m, "has no run id (written by a lathist before run ids) "
+					   "and covers time that %s covers too: it cannot be told "
+					   "from a copy; give each run once", other);
+		if (q->interval_index)
+			snprintf(what, sizeof(what), "interval %" PRIu32, q->interval_index);
+		else
+			snprintf(what, sizeof(what), "all");
+		return unmergeable(m, "covers %s of run %s (host %s), which %s covers already: "
+				   "it would be counted twice; give each interval once", what,
+				   q->run_id, q->host, other);
+	}
+	if (m->nparts == m->parts_cap) {
+		size_t cap = m->parts_cap ? 2 * m->parts_cap : 64;
+		struct lh_part *np = realloc(m->parts, cap * sizeof(*np));
+		struct part_src *ns;
+
+		if (!np)
+			return -ENOMEM;
+		m->parts = np;
+		ns = realloc(m->part_src, cap * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		m->part_src = ns;
+		m->parts_cap = cap;
+	}
+	m->parts[m->nparts] = *p;
+	m->part_src[m->nparts].path = m->path;
+	m->part_src[m->nparts].doc = m->line;
+	m->nparts++;
+	return 0;
+}
+
+/* meta.run_id with meta.interval_index and its span; or, for a merge (run_id
+ * null), every entry of meta.parts. */
+static int add_parts(struct merge *m, json_object *meta)
+{
+	json_object *parts;
+	struct lh_part p;
+	char where[48];
+	int err;
+
+	if (!json_object_object_get_ex(meta, "parts", &parts)) {
+		err = parse_part(m, meta, "meta", &p);
+		return err ? err : add_part(m, &p);
+	}
+	if (!json_object_is_type(parts, json_type_array) ||
+	    get(meta, "run_id", json_type_string))
+		return bad(m, "meta.parts is not a list, or comes with a meta.run_id");
+	for (size_t i = 0; i < json_object_array_length(parts); i++) {
+		json_object *e = json_object_array_get_idx(parts, i);
+
+		snprintf(where, sizeof(where), "meta.parts[%zu]", i);
+		if (!json_object_is_type(e, json_type_object))
+			return bad(m, "%s is not an object", where);
+		err = parse_part(m, e, where, &p);
+		if (!err)
+			err = add_part(m, &p);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int add_doc(struct merge *m, json_object *doc)
 {
 	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss, *attach;
 	char schema[16], tool[8], unit[4];
-	uint64_t start = 0, dur = 0, p, unit_ns, ncpus = 0;
+	uint64_t start = 0, dur = 0, p, unit_ns, ncpus = 0, own[LH_NR_COUNTERS] = { 0 };
 	struct lh_hist tmp;
 	int err;
 
@@ -571,6 +728,28 @@ static int add_doc(struct merge *m, json_object *doc)
 			if (!seen[i])
 				snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
 	}
+	{
+		json_object *an = get(meta, "anonymized", json_type_boolean);
+		bool anon = an && json_object_get_boolean(an);
+		char host[65];
+
+		if (m->ndocs == 0)
+			m->anonymized = anon;
+		else if (anon != m->anonymized)
+			return unmergeable(m, "is%s anonymized and the first document is%s: their "
+					   "keys cannot match; merge the raw documents (with "
+					   "--anonymize if the merge is to be shared)", anon ? "" : " not",
+					   anon ? " not" : "");
+		if (get_str(meta, "host", host, sizeof(host)))
+			snprintf(host, sizeof(host), "?");
+		if (m->ndocs == 0)
+			snprintf(m->host, sizeof(m->host), "%s", host);
+		else if (strcmp(host, m->host))
+			snprintf(m->host, sizeof(m->host), "mixed");
+	}
+	err = add_parts(m, meta);
+	if (err)
+		return err;
 	if (!get_u64(meta, "ncpus", &ncpus) && ncpus > (uint64_t)m->r.meta.ncpus)
 		m->r.meta.ncpus = (int)(ncpus > 1 << 20 ? 1 << 20 : ncpus);
 	if (!m->first_start || start < m->first_start)
@@ -584,8 +763,13 @@ static int add_doc(struct merge *m, json_object *doc)
 			snprintf(m->kernel, sizeof(m->kernel), "mixed");
 	}
 	m->ndocs++;
-	if (m->heat && lh_heatmap_column(m->heat, start, dur))
-		return -ENOMEM;
+	if (m->heat) {
+		uint64_t lost = 0;
+
+		get_u64(loss, "lost", &lost);	/* marks the column; checked as a counter below */
+		if (lh_heatmap_column(m->heat, start, dur, lost))
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < json_object_array_length(hists); i++) {
 		err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp);
 		if (err)
@@ -599,11 +783,18 @@ static int add_doc(struct merge *m, json_object *doc)
 			continue;
 		if (get_u64(loss, ci->name, &v))
 			return bad(m, "loss.%s is not a whole number from 0 to 2^64-1", ci->name);
-		m->r.counters[i] = lh_add_sat(m->r.counters[i], v);
+		if (m->r.counters[i] + v < v)
+			return unmergeable(m, "loss.%s: the inputs add up past 2^64-1; merge fewer "
+					   "documents", ci->name);
+		m->r.counters[i] += v;
+		own[i] = v;
 		/* a counter the inputs carry is shown, whatever output it belongs to */
 		if (ci->needs)
 			m->r.meta.features |= ci->needs;
 	}
+	if (own[LH_EV_PAIRED] > own[LH_EV_ENDS])
+		return bad(m, "loss.paired %" PRIu64 " is more than loss.events %" PRIu64 ": every "
+			   "paired event is an event", own[LH_EV_PAIRED], own[LH_EV_ENDS]);
 	err = add_gaps(m, loss, ncpus);
 	if (err)
 		return err;
@@ -661,11 +852,52 @@ static char *read_all(const char *path, size_t *len)
 	return NULL;
 }
 
+/*
+ * An integer literal past 2^64-1 in one document's text (len bytes), outside
+ * strings: json-c reads it as 2^64-1, so it is looked for here, to be refused
+ * with the value as written. Returns its offset, or len when there is none;
+ * *key is the last string before it (its field name), *klen its length.
+ */
+static size_t big_number(const char *t, size_t len, const char **key, size_t *klen)
+{
+	static const char max[] = "18446744073709551615";
+	size_t str = 0;
+
+	*key = "";
+	*klen = 0;
+	for (size_t i = 0; i < len; i++) {
+		size_t j = i;
+
+		if (t[i] == '"') {	/* a string: skip it, escapes and all */
+			for (j = i + 1; j < len && t[j] != '"'; j++)
+				if (t[j] == '\\')
+					j++;
+			str = i + 1;
+			*key = t + str;
+			*klen = j < len ? j - str : 0;
+			i = j;
+			continue;
+		}
+		if (t[i] < '0' || t[i] > '9')
+			continue;
+		while (j < len && t[j] >= '0' && t[j] <= '9')
+			j++;
+		if ((i == 0 || t[i - 1] != '-') &&
+		    !(j < len && (t[j] == '.' || t[j] == 'e' || t[j] == 'E')) &&
+		    (j - i > sizeof(max) - 1 ||
+		     (j - i == sizeof(max) - 1 && memcmp(t + i, max, j - i) > 0)))
+			return i;
+		i = j - 1;
+	}
+	return len;
+}
+
 /* Every JSON document in buf (one, or JSON lines), in order. */
 static int read_buffer(struct merge *m, const char *buf, size_t len)
 {
 	json_tokener *tok = json_tokener_new();
-	size_t off = 0;
+	size_t off = 0, end, big, klen;
+	const char *key;
 	int err = 0;
 
 	if (!tok)
@@ -694,10 +926,20 @@ static int read_buffer(struct merge *m, const char *buf, size_t len)
 				  json_tokener_error_desc(je), off + json_tokener_get_parse_end(tok));
 			break;
 		}
-		off += json_tokener_get_parse_end(tok);
+		end = json_tokener_get_parse_end(tok);
+		big = big_number(buf + off, end, &key, &klen);
+		off += end;
 		if (!json_object_is_type(doc, json_type_object)) {
 			m->line++;
 			err = bad(m, "a document is not a JSON object");
+		} else if (big < end) {
+			const char *v = buf + off - end + big;
+			size_t n = strspn(v, "0123456789");
+
+			m->line++;
+			err = bad(m, "\"%.*s\": %.*s%s is past 2^64-1, more than lathist ever counts",
+				  (int)(klen > 40 ? 40 : klen), key, (int)(n > 40 ? 40 : n), v,
+				  n > 40 ? "..." : "");
 		} else {
 			err = add_doc(m, doc);
 		}
@@ -730,6 +972,54 @@ static int read_file(struct merge *m, const char *path)
 	return err;
 }
 
+static int by_part_start(const void *a, const void *b)
+{
+	const struct lh_part *x = a, *y = b;
+
+	return x->start_realtime_ns < y->start_realtime_ns ? -1 :
+	       x->start_realtime_ns > y->start_realtime_ns;
+}
+
+/* --heatmap draws one time line: runs that overlap in time (two hosts, two
+ * runs at once) would paint over each other. True (said) when some do. */
+static bool heat_concurrent(const struct merge *m)
+{
+	struct lh_part *p = malloc((m->nparts ? m->nparts : 1) * sizeof(*p));
+	size_t last = 0;
+	bool bad = false;
+
+	if (!p)
+		return false;
+	memcpy(p, m->parts, m->nparts * sizeof(*p));
+	qsort(p, m->nparts, sizeof(*p), by_part_start);
+	for (size_t i = 1; i < m->nparts && !bad; i++) {
+		const struct lh_part *a = &p[last], *b = &p[i];
+
+		if (b->start_realtime_ns < a->start_realtime_ns + a->duration_ns &&
+		    strcmp(a->run_id, b->run_id)) {
+			fprintf(stderr, "lathist report: --heatmap: run %s (host %s) and run %s "
+				"(host %s) overlap in time, and one heatmap draws one time line; "
+				"draw each run's documents on their own\n", a->run_id[0] ? a->run_id :
+				"without id", a->host, b->run_id[0] ? b->run_id : "without id", b->host);
+			bad = true;
+		}
+		if (b->start_realtime_ns + b->duration_ns > a->start_realtime_ns + a->duration_ns)
+			last = i;
+	}
+	free(p);
+	return bad;
+}
+
+static void merge_free(struct merge *m)
+{
+	json_object_put(m->filters_obj);
+	lh_heatmap_free(m->heat);
+	lh_report_clear(&m->r);
+	free(m->parts);
+	free(m->part_src);
+	free(m->hist_doc);
+}
+
 int lh_report_parse_buffer(const char *buf, size_t len)
 {
 	struct merge m = { .path = "input" };
@@ -748,9 +1038,7 @@ int lh_report_parse_buffer(const char *buf, size_t len)
 	}
 	if (devnull)
 		fclose(devnull);
-	json_object_put(m.filters_obj);
-	lh_heatmap_free(m.heat);
-	lh_report_clear(&m.r);
+	merge_free(&m);
 	return err;
 }
 
@@ -790,6 +1078,8 @@ int report_main(int argc, char **argv)
 			m.heat_hist = optarg;
 			break;
 		case OPT_ANONYMIZE:
+			if (lh_anon_check_env(TOOL))
+				return LH_EXIT_USAGE;
 			c.anonymize = true;
 			break;
 		case 'h':
@@ -806,7 +1096,11 @@ int report_main(int argc, char **argv)
 	}
 	for (int i = optind + 1; i < argc; i++)
 		for (int j = optind; j < i; j++)
-			if (strcmp(argv[i], "-") && lh_same_file(argv[i], argv[j])) {
+			if (!strcmp(argv[i], "-") && !strcmp(argv[j], "-")) {
+				lh_usage_error(TOOL, "'-' (standard input) is given twice; it can be "
+					       "read once");
+				return LH_EXIT_USAGE;
+			} else if (strcmp(argv[i], "-") && lh_same_file(argv[i], argv[j])) {
 				lh_usage_error(TOOL, "'%s' is given twice; give each input once (it "
 					       "would be counted twice)", argv[i]);
 				return LH_EXIT_USAGE;
@@ -853,6 +1147,10 @@ int report_main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (heatmap && heat_concurrent(&m)) {
+		rc = LH_EXIT_RUNTIME;
+		goto out;
+	}
 	if (heatmap && m.ndocs < 2) {
 		fprintf(stderr, "lathist report: --heatmap needs at least two documents (intervals: "
 			"run with -i and --series FILE)\n");
@@ -879,6 +1177,13 @@ int report_main(int argc, char **argv)
 							   "%s", v);
 		}
 	}
+	m.r.meta.parts = m.parts;
+	m.r.meta.nparts = m.nparts;
+	m.r.meta.anonymized = m.anonymized;
+	snprintf(m.r.meta.host, sizeof(m.r.meta.host), "%s", m.host);
+	for (char *k = m.r.meta.host; *k; k++)
+		if ((unsigned char)*k < 0x20 || (unsigned char)*k > 0x7e || *k == '"' || *k == '\\')
+			*k = '?';
 	m.r.meta.start_realtime_ns = m.first_start;
 	m.r.meta.duration_ns = m.last_end - m.first_start;
 	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
@@ -894,7 +1199,9 @@ int report_main(int argc, char **argv)
 			goto out;
 		}
 		lh_anon_report(&anon, &m.r);
-		lh_anon_filters(&anon, &m.r.meta);	/* -p and -t values are ids too */
+		lh_anon_meta(&anon, &m.r.meta);	/* -p and -t values are ids too */
+		for (size_t i = 0; i < m.nparts; i++)
+			lh_anon_host(&anon, m.parts[i].host, sizeof(m.parts[i].host));
 	}
 	if (lh_emit(&m.r, &c))
 		rc = LH_EXIT_RUNTIME;
@@ -910,8 +1217,6 @@ int report_main(int argc, char **argv)
 		}
 	}
 out:
-	json_object_put(m.filters_obj);
-	lh_heatmap_free(m.heat);
-	lh_report_clear(&m.r);
+	merge_free(&m);
 	return rc;
 }

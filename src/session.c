@@ -56,6 +56,8 @@ void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const
 	m->tool = tool;
 	uname(&u);
 	snprintf(m->kernel, sizeof(m->kernel), "%s", u.release);
+	snprintf(m->host, sizeof(m->host), "%s", u.nodename);
+	lh_run_id(m->run_id);
 	m->clock = "CLOCK_MONOTONIC (bpf_ktime_get_ns)";
 	m->kinds = kinds;
 	m->nkinds = nkinds;
@@ -147,7 +149,7 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 
 		if (err)
 			return err;
-		lh_anon_filters(&s->anon, &s->report.meta);
+		lh_anon_meta(&s->anon, &s->report.meta);
 	}
 	if (s->c->slower_than_ns != UINT64_MAX)
 		return open_records(s);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -270,6 +271,25 @@ int lh_write_atomic(const char *path, const char *data, size_t len)
 	if (err && named)
 		unlink(tmp);
 	return err;
+}
+
+void lh_run_id(char out[33])
+{
+	unsigned char b[16];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		uint64_t t = lh_realtime_ns(), p = (uint64_t)getpid();
+
+		memcpy(b, &t, 8);
+		memcpy(b + 8, &p, 8);
+	}
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+bool lh_is_run_id(const char *s)
+{
+	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
 }
 
 static uint64_t clock_ns(clockid_t id)

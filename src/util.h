@@ -54,6 +54,13 @@ int lh_output_check(const char *path);
  */
 int lh_write_atomic(const char *path, const char *data, size_t len);
 
+/* A new run id in out: 32 lowercase hex digits of 16 random bytes (getrandom;
+ * the realtime clock and pid if that fails) and a NUL. */
+void lh_run_id(char out[33]);
+
+/* Is s exactly 32 lowercase hex digits (a run id)? */
+bool lh_is_run_id(const char *s);
+
 /* Nanoseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 uint64_t lh_now_ns(void);
 uint64_t lh_realtime_ns(void);

@@ -437,6 +437,128 @@ def test_report_refuses_bad_files():
         check(rc == 2 and "no input" in err, err)
 
 
+def test_report_counts_each_interval_once():
+    """Each document carries its run id, interval and span: report refuses the same
+    interval twice (a copy, the same document twice in one file, a file and its copy on
+    stdin, a repeated series line, overlapping series of one run, a merge with one of its
+    inputs), one histogram twice in a document, paired above events, and a count past 2^64
+    (quoting it). Runs of other hosts or times still merge. Before, all counted twice."""
+    with tempfile.TemporaryDirectory() as tmp:
+        series, last = os.path.join(tmp, "s.jsonl"), os.path.join(tmp, "last.json")
+        rc, _, err = run("runq", "-d", "1", "-i", "0.2", "-f", "json", "-o", last,
+                         "--series", series)
+        check(rc == 0, err)
+        lines = open(series).read().splitlines()
+        docs = [json.loads(l) for l in lines]
+        ids = {d["meta"]["run_id"] for d in docs}
+        check(len(lines) >= 4 and len(ids) == 1 and len(ids.pop()) == 32 and
+              [d["meta"]["interval_index"] for d in docs] == list(range(1, len(docs) + 1)) and
+              all(d["meta"]["host"] == os.uname().nodename for d in docs), "ids and hosts")
+        one = os.path.join(tmp, "one.json")
+        with open(one, "w") as f:
+            f.write(lines[0] + "\n")
+
+        def write(name, text):
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+        copy = write("copy.json", lines[0] + "\n")
+        refused = {
+            "a copy": [one, copy],
+            "twice in one file": [write("twice.jsonl", lines[0] + "\n" + lines[0] + "\n")],
+            "a repeated series line": [write("rep.jsonl", "\n".join(lines + [lines[2]]) + "\n")],
+            "the last interval and the series": [series, last],
+            "overlapping series": [write("head.jsonl", "\n".join(lines[:3]) + "\n"),
+                                   write("tail.jsonl", "\n".join(lines[2:]) + "\n")],
+        }
+        for name, inputs in refused.items():
+            rc, out, err = report(*inputs)
+            check(rc == 1 and "it would be counted twice" in err and
+                  len(err.strip().splitlines()) == 1 and not out, f"{name}: rc {rc}, {err!r}")
+        rc, out, err = report(one, "-", stdin=lines[0] + "\n")
+        check(rc == 1 and "standard input" in err and "counted twice" in err, f"stdin: {err!r}")
+        rc, out, err = report("-", "-", stdin=lines[0] + "\n")
+        check(rc == 2 and "given twice" in err, f"- -: {err!r}")
+        # a merge lists what it covers; it merges with others, never with its own inputs
+        rc, out, err = report("-f", "json", "-o", os.path.join(tmp, "m.json"), *[
+            write(f"l{i}.json", l + "\n") for i, l in enumerate(lines[:2])])
+        check(rc == 0, err)
+        merged = json.load(open(os.path.join(tmp, "m.json")))
+        validate(merged)
+        check(merged["meta"]["run_id"] is None and
+              [p["interval_index"] for p in merged["meta"]["parts"]] == [1, 2], "parts")
+        rc, out, err = report(os.path.join(tmp, "m.json"), write("l2.json", lines[2] + "\n"))
+        check(rc == 0, err)
+        rc, out, err = report(os.path.join(tmp, "m.json"), series)
+        check(rc == 1 and "interval 1 of run" in err, err)
+        # another run (another time, or host) merges
+        rc, _, err = run("runq", "-d", "0.2", "-f", "json", "-o", os.path.join(tmp, "b.json"))
+        check(rc == 0, err)
+        rc, out, err = report(series, os.path.join(tmp, "b.json"))
+        check(rc == 0, err)
+        # within one document
+        d = json.loads(lines[0])
+        d["histograms"].append(d["histograms"][0])
+        rc, out, err = report(write("dup.json", json.dumps(d)))
+        check(rc == 1 and "appears twice in this document" in err, err)
+        d = json.loads(lines[0])
+        d["loss"]["paired"] = d["loss"]["events"] + 1
+        rc, out, err = report(write("pe.json", json.dumps(d)))
+        check(rc == 1 and "is more than loss.events" in err, err)
+        d = json.loads(lines[0])
+        d["loss"]["switches"] = 2 ** 64
+        rc, out, err = report(write("big.json", json.dumps(d)))
+        check(rc == 1 and '"switches": 18446744073709551616 is past 2^64-1' in err, err)
+        d["loss"]["switches"] = 2 ** 64 - 1
+        d2 = json.loads(lines[1])
+        d2["loss"]["switches"] = 1
+        rc, out, err = report(write("sum.jsonl", json.dumps(d) + "\n" + json.dumps(d2) + "\n"))
+        check(rc == 1 and "loss.switches: the inputs add up past 2^64-1" in err, err)
+
+
+def test_heatmap_orders_marks_and_refuses_overlap():
+    """--heatmap: intervals given out of time order are drawn in order inside the frame;
+    intervals that lost events are marked; two runs at once are refused (before, cells
+    at x~1e22, and concurrent runs painted over each other)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        s1, s2, svg = (os.path.join(tmp, n) for n in ("s1.jsonl", "s2.jsonl", "h.svg"))
+        other = Lathist("runq", "-d", "1", "-i", "0.2", "--series", s2, "-f", "json",
+                        "-o", os.path.join(tmp, "o2.json")).start()
+        rc, _, err = run("runq", "-d", "1", "-i", "0.2", "--series", s1, "-f", "json",
+                         "-o", os.path.join(tmp, "o1.json"))
+        check(rc == 0, err)
+        rc2, _, err2 = other.wait()
+        check(rc2 == 0, err2)
+        lines = open(s1).read().splitlines()
+        docs = [json.loads(l) for l in lines]
+        docs[1]["loss"]["unpaired_no_start"] += 5	# a loss to mark
+        docs[1]["loss"]["lost"] += 5
+        docs[1]["loss"]["lost_from_histograms"] += 5
+        rev = os.path.join(tmp, "rev.jsonl")
+        with open(rev, "w") as f:
+            f.write("\n".join(json.dumps(d) for d in reversed(docs)) + "\n")
+        rc, out, err = report("--heatmap", svg, rev)
+        check(rc == 0, err)
+        root = ET.parse(svg).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        frame = [r for r in root.iter(ns + "rect") if r.get("stroke") == "#333"][0]
+        lo, hi = float(frame.get("x")), float(frame.get("x")) + float(frame.get("width"))
+        cells = [r for r in root.iter(ns + "rect") if r.find(ns + "title") is not None]
+        check(all(lo - 0.01 <= float(r.get("x")) and
+                  float(r.get("x")) + float(r.get("width")) <= hi + 0.6 for r in cells),
+              "a cell outside the frame")
+        marks = [r for r in cells if "events lost" in r.find(ns + "title").text]
+        check(len(marks) == sum(1 for d in docs if d["loss"]["lost"]) and
+              any(m.find(ns + "title").text.startswith(f"{docs[1]['loss']['lost']} events")
+                  for m in marks), f"{len(marks)} loss marks")
+        xs = sorted({float(r.get("x")) for r in cells if r not in marks})
+        check(len(xs) == len(docs), f"{len(xs)} columns for {len(docs)} intervals")
+        os.unlink(svg)		# the two runs overlapped in time
+        rc, out, err = report("--heatmap", svg, s1, s2)
+        check(rc == 1 and "overlap in time" in err and not os.path.exists(svg), err)
+
+
 def png_pixels(path):
     """Decompressed PNG image data (filter bytes included): enough to see variety."""
     data = open(path, "rb").read()
@@ -505,7 +627,7 @@ def test_anonymize():
     """--anonymize: no real pid, tid or task name left in the report or the records; the
     same salt gives the same hashes (live and through report), another salt others; the
     counts are untouched."""
-    env = dict(os.environ, LATHIST_ANON_SALT="test-salt-1")
+    env = dict(os.environ, LATHIST_ANON_SALT="test-salt-1-of-16-bytes")
     with tempfile.TemporaryDirectory() as tmp:
         events = os.path.join(tmp, "e.json")
         work = Workload("mix", CPU, 2, 0, 300)
@@ -539,7 +661,7 @@ def test_anonymize():
         check(rc == 0, err)
         plain = json.loads(out)
         outs = []
-        for salt in ("test-salt-1", "test-salt-1", "test-salt-2"):
+        for salt in ("test-salt-1-of-16-bytes", "test-salt-1-of-16-bytes", "test-salt-2-of-16-bytes"):
             q = subprocess.run([LATHIST, "report", "-f", "json", "--anonymize", saved],
                                capture_output=True, text=True,
                                env=dict(os.environ, LATHIST_ANON_SALT=salt))
@@ -566,3 +688,22 @@ def test_anonymize():
         for f in ("key_lost", "lost"):
             check(sorted((h["count"], h[f]) for h in outs[0]["histograms"]) ==
                   sorted((h["count"], h[f]) for h in plain["histograms"]), f"{f} changed")
+        # an anonymized document says so, and hides the host; one salt rule for both
+        # sources: 16 to 64 bytes (before, LATHIST_ANON_SALT=x was taken)
+        check(doc["meta"]["anonymized"] and doc["meta"]["host"].startswith("host-") and
+              os.uname().nodename not in text, f"meta {doc['meta']['host']}")
+        check(outs[0]["meta"]["anonymized"] and not plain["meta"]["anonymized"], "report meta")
+        rc, out, err = report(saved, "-",
+                              stdin=json.dumps(outs[0]))
+        check(rc == 1 and "anonymized" in err, f"raw + anonymized merged: {err!r}")
+        for salt in ("x", "15-bytes-salt..", "y" * 65):
+            for args in (["runq", "-d", "0.2", "--anonymize"], ["report", "--anonymize", saved]):
+                q = subprocess.run([LATHIST, *args], capture_output=True, text=True,
+                                   env=dict(os.environ, LATHIST_ANON_SALT=salt))
+                check(q.returncode == 2 and f"LATHIST_ANON_SALT is {len(salt)} bytes" in
+                      q.stderr and len(q.stderr.splitlines()) == 1 and not q.stdout,
+                      f"{args} salt {salt!r}: rc {q.returncode}, {q.stderr!r}")
+        q = subprocess.run([LATHIST, "runq", "-d", "0.2", "--anonymize"], capture_output=True,
+                           text=True, env=env)
+        check(q.returncode == 0 and "anonymized: pids, tids, task names and the host" in
+              q.stdout, q.stdout[:300])
