@@ -213,6 +213,11 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 		lh_usage_error(tool, "--cgroup given twice; give one (its descendants are included)");
 		return -EINVAL;
 	}
+	if (!arg[0]) {	/* not the root cgroup by accident: that is every task */
+		lh_usage_error(tool, "--cgroup '': empty; give a cgroup v2 folder (for every task, "
+			       "leave --cgroup out)");
+		return -EINVAL;
+	}
 	err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
 	if (!err)
 		return 0;

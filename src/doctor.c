@@ -109,15 +109,15 @@ static void check_tracefs(struct doctor *d)
 {
 	struct statfs s;
 	bool mounted = !statfs("/sys/kernel/tracing", &s) && s.f_type == TRACEFS_MAGIC;
-	bool events = lh_tracefs_has("sched/sched_switch");
+	char why[160];
 
-	if (events)
+	if (!lh_tracefs_why("sched/sched_switch", why, sizeof(why)))
 		say(d, "tracefs", ST_OK, "%s: the classic tracepoint path (--attach tracepoint, "
 		    "auto's last resort) can attach; tp_btf and raw_tp do not need it",
 		    mounted ? "mounted at /sys/kernel/tracing" : "tracing events listed");
-	else
-		say(d, "tracefs", ST_INFO, "not mounted: tp_btf and raw_tp attach without it; "
-		    "only --attach tracepoint needs it (mount -t tracefs nodev /sys/kernel/tracing)");
+	else	/* mounted 0700 is not "not mounted" */
+		say(d, "tracefs", ST_INFO, "%s: tp_btf and raw_tp attach without it; only "
+		    "--attach tracepoint needs it", why);
 }
 
 static void check_sysctls(struct doctor *d)
@@ -172,11 +172,14 @@ static void check_tracepoints(struct doctor *d)
 		const char *tp = strchr(tps[i].tp, '/') + 1;
 		bool tracefs = lh_tracefs_has(tps[i].tp);
 		int n = lh_tp_nargs(tp);
-		char name[40], classic[48];
+		char name[40], classic[48], whybuf[160];
 
 		snprintf(name, sizeof(name), "tp %s", tp);
-		snprintf(classic, sizeof(classic), "tracepoint %s", tracefs ? "yes" :
-			 "no (tracefs not mounted)");
+		const char *why = tracefs ? NULL : lh_tracefs_why(tps[i].tp, whybuf, sizeof(whybuf));
+
+		snprintf(classic, sizeof(classic), "tracepoint %s", !why ? "yes" :
+			 strstr(why, "cannot be read") ? "no (tracefs not readable)" :
+			 strstr(why, "not mounted") ? "no (tracefs not mounted)" : "no (not in tracefs)");
 		if (tps[i].tool == 2 && (n >= 0 || tracefs) &&
 		    (!strcmp(tp, "block_io_start") || !strcmp(tp, "block_rq_insert")))
 			created = true;

@@ -90,7 +90,8 @@ static int parse_cpus(struct runq_opts *o, const char *arg)
 		return -EINVAL;
 	}
 	o->cpus_set = true;
-	snprintf(o->cpus, sizeof(o->cpus), "%s", arg);
+	/* said as the CPUs it means: "0,0" and "1,0-1" are "0" and "0-1" */
+	lh_format_cpulist(o->cpu_mask, RUNQ_MAX_CPUS / 64, o->cpus, sizeof(o->cpus));
 	return 0;
 }
 

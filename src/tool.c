@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <bpf/btf.h>
 #include "bpfcommon.h"
 #include "tool.h"
 #include "util.h"
@@ -95,9 +96,11 @@ int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok
 		break;
 	case LH_ATTACH_TRACEPOINT:
 		if (!tracefs) {
-			fprintf(stderr, "lathist %s: --attach tracepoint: tracefs does not list %s "
-				"(not mounted?); mount -t tracefs nodev /sys/kernel/tracing, or use "
-				"--attach auto\n", tool, tp_event);
+			char why[160];
+
+			fprintf(stderr, "lathist %s: --attach tracepoint: %s; or use --attach auto\n",
+				tool, lh_tracefs_why(tp_event, why, sizeof(why)) ? why : "tracefs "
+				"went away");
 			return 0;
 		}
 		out[n++] = mode;
@@ -115,10 +118,37 @@ int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok
 	return n;
 }
 
+/*
+ * Why the kernel's BTF cannot be loaded, in buf; NULL when it can. libbpf
+ * returns -ESRCH ("No such process") for any failure to load it, an
+ * address-space limit (ulimit -v) running out of memory included.
+ */
+static const char *kernel_btf_why(char *buf, size_t len)
+{
+	/* the file libbpf reads first, read raw: its errno is the real one */
+	struct btf *b = btf__parse_raw("/sys/kernel/btf/vmlinux");
+	struct rlimit rl;
+	int e = errno;
+
+	if (b) {
+		btf__free(b);
+		return NULL;
+	}
+	if (e == ENOMEM && !getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, "loading the kernel's BTF (/sys/kernel/btf/vmlinux) ran out of "
+			 "memory under the address-space limit (ulimit -v %llu KiB); raise it "
+			 "(ulimit -v unlimited)", (unsigned long long)rl.rlim_cur / 1024);
+	else
+		snprintf(buf, len, "the kernel's BTF (/sys/kernel/btf/vmlinux) cannot be loaded: %s",
+			 strerror(e));
+	return buf;
+}
+
 int lh_load_first(const char *tool, const struct lh_common_opts *o,
 		  const enum lh_attach_mode *types, int n, const struct lh_skel_ops *ops,
 		  void *ctx, void **skel, enum lh_attach_mode *type, size_t *value_size)
 {
+	char why[256];
 	int err = -EINVAL;
 
 	for (int i = 0; i < n; i++) {
@@ -132,7 +162,9 @@ int lh_load_first(const char *tool, const struct lh_common_opts *o,
 		}
 		*value_size = ops->configure(*skel, ctx, types[i]);
 		err = (o->test_reject & (1U << types[i])) ? -EINVAL : ops->load(*skel);
-		if (!err || err == -EPERM || i + 1 == n)
+		/* no BTF, no CO-RE: another attach type would fail the same way */
+		if (!err || err == -EPERM || i + 1 == n ||
+		    (err == -ESRCH && kernel_btf_why(why, sizeof(why))))
 			break;
 		fprintf(stderr, "lathist %s: the %s programs did not load (%s%s); trying %s\n",
 			tool, lh_attach_name(types[i]), strerror(-err),
@@ -146,8 +178,14 @@ int lh_load_first(const char *tool, const struct lh_common_opts *o,
 void lh_load_error(const char *tool, int err, bool verbose)
 {
 	const char *why;
+	char buf[256];
 
 	switch (-err) {
+	case ESRCH:	/* libbpf: no kernel BTF */
+		why = kernel_btf_why(buf, sizeof(buf));
+		if (!why)
+			why = strerror(-err);
+		break;
 	case EPERM:
 		why = "operation not permitted: needs root (CAP_BPF, CAP_PERFMON) and no lockdown "
 		      "forbidding BPF (see /sys/kernel/security/lockdown)";
@@ -170,7 +208,7 @@ void lh_load_error(const char *tool, int err, bool verbose)
 		why = strerror(-err);
 	}
 	fprintf(stderr, "lathist %s: cannot load the BPF programs: %s%s\n", tool, why,
-		verbose ? "" : " (run with -v for the verifier log)");
+		verbose || why == buf ? "" : " (run with -v for the verifier log)");
 }
 
 void lh_bad_option(const char *tool, int opt, char **argv)

@@ -273,6 +273,33 @@ int lh_write_atomic(const char *path, const char *data, size_t len)
 	return err;
 }
 
+void lh_format_cpulist(const uint64_t *mask, size_t nwords, char *buf, size_t len)
+{
+	size_t n = nwords * 64, used = 0;
+
+	if (len)
+		buf[0] = 0;
+	for (size_t c = 0; c < n; c++) {
+		size_t e = c;
+
+		if (!((mask[c / 64] >> (c % 64)) & 1))
+			continue;
+		while (e + 1 < n && ((mask[(e + 1) / 64] >> ((e + 1) % 64)) & 1))
+			e++;
+		if (used < len)
+			used += (size_t)snprintf(buf + used, len - used, e > c ? "%s%zu-%zu" : "%s%zu",
+						 used ? "," : "", c, e);
+		c = e;
+	}
+	if (used >= len && len) {	/* too long to say whole: say how many, never a part */
+		size_t count = 0;
+
+		for (size_t w = 0; w < nwords; w++)
+			count += (size_t)__builtin_popcountll(mask[w]);
+		snprintf(buf, len, "%zu CPUs", count);
+	}
+}
+
 void lh_run_id(char out[33])
 {
 	unsigned char b[16];

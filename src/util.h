@@ -28,6 +28,11 @@ int lh_parse_unit(const char *s, uint64_t *unit_ns);
  */
 int lh_parse_cpulist(const char *s, uint64_t *mask, size_t nwords, int ncpus, long *bad);
 
+/* The canonical form of a CPU mask of nwords 64-bit words: ascending, ranges
+ * merged ("0-3,7"), whatever order or repeats the list came with; "N CPUs"
+ * when that does not fit in len bytes. */
+void lh_format_cpulist(const uint64_t *mask, size_t nwords, char *buf, size_t len);
+
 #define LH_MAX_CPU_WORDS 16	/* CPU masks: 1024 CPUs */
 
 /* The online CPUs (/sys/devices/system/cpu/online) below ncpus as a mask of

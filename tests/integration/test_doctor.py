@@ -52,6 +52,15 @@ def test_doctor_as_nobody():
     check(line.startswith("denied") and "CAP_BPF no" in line and "sudo" in line, line)
     check("runq: cannot run" in p.stdout and "bio:  cannot run" in p.stdout, p.stdout)
     check("libbpf" not in p.stderr, f"libbpf noise: {p.stderr}")
+    # tracefs mounted 0700 (its default, and this VM's): nobody cannot read it, and doctor
+    # says so, not "not mounted" (as it did)
+    mode = os.stat("/sys/kernel/tracing").st_mode & 0o777
+    check(mode == 0o700, f"tracefs is mounted {mode:o} here, not 0700: this check needs 0700")
+    line = next(l for l in p.stdout.splitlines() if " tracefs " in l)
+    check("cannot be read by this user; run as root" in line and "not mounted" not in line,
+          line)
+    line = next(l for l in p.stdout.splitlines() if "tp sched_switch" in l)
+    check("tracepoint no (tracefs not readable)" in line, line)
 
 
 def test_doctor_without_tracefs():

@@ -442,6 +442,7 @@ BAD = [
     (["extra"], 2, "unexpected argument"),
     (["-p", "1", "-p", "1"], 2, "given twice"),
     (["--cpus", "0", "--cpus", "0"], 2, "given twice"),
+    (["--cgroup", ""], 2, "--cgroup '': empty"),
 ]
 
 
@@ -462,6 +463,12 @@ def test_bad_input():
         check(rc == 2 and "symbolic link" in err, f"symlink -o: {rc} {err}")
 
 
+def test_cpus_said_as_meant():
+    """--cpus is reported as the CPUs it selects, not as typed (before: '1,0,0' echoed)."""
+    rc, out, err = run("runq", "-d", "0.2", "--cpus", "1,0,0-1,0", "-f", "json")
+    check(rc == 0 and json.loads(out)["meta"]["filters"]["cpus"] == "0-1", f"{rc} {err}")
+
+
 def test_not_root():
     """Without privileges: one line saying so, exit 1, no libbpf noise."""
     rc, out, err = 0, "", ""
@@ -473,6 +480,18 @@ def test_not_root():
     check("needs root" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
           f"stderr: {p.stderr!r}")
     check("libbpf" not in p.stderr, "libbpf noise")
+
+
+def test_address_space_limit_is_named():
+    """Under ulimit -v too low for the kernel's BTF: one line naming the limit and the fix,
+    exit 1, no fallback to another attach type (before: "No such process")."""
+    lathist = os.path.join(os.path.dirname(__file__), "..", "..", "lathist")
+    for verb in ("runq", "bio"):
+        p = subprocess.run(["bash", "-c", f"ulimit -v 14000; exec {lathist} {verb} -d 0.2"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1 and "ulimit -v 14000 KiB" in p.stderr and
+              "No such process" not in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+              f"{verb}: rc {p.returncode}, {p.stderr!r}")
 
 
 def test_full_maps_are_losses():

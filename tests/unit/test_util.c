@@ -84,6 +84,23 @@ static void test_cpulist(void **state)
 	assert_int_equal(lh_parse_cpulist("", m, 2, 8, &bad), -EINVAL);
 }
 
+/* A CPU list is said as the CPUs it means, never as typed, never cut short. */
+static void test_cpulist_canonical(void **state)
+{
+	uint64_t m[2] = { 0 }, every_other[2] = { 0x5555555555555555ULL, 0x5555555555555555ULL };
+	char buf[64];
+	long bad = -1;
+	(void)state;
+	assert_int_equal(lh_parse_cpulist("0,0", m, 2, 128, &bad), 0);
+	lh_format_cpulist(m, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	assert_int_equal(lh_parse_cpulist("7,1,0-3,2,64-65,127", m, 2, 128, &bad), 0);
+	lh_format_cpulist(m, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "0-3,7,64-65,127");
+	lh_format_cpulist(every_other, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "64 CPUs");
+}
+
 static int count_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -161,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_u32_and_unit),
 		cmocka_unit_test(test_cpulist),
+		cmocka_unit_test(test_cpulist_canonical),
 		cmocka_unit_test(test_atomic_write),
 	};
 
