@@ -108,6 +108,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		{ "test-no-frontmerge", no_argument, NULL, OPT_TEST_NO_FRONTMERGE },
 		{ NULL, 0, NULL, 0 },
 	};
+	char ids[40];
 	int opt, err;
 
 	memset(o, 0, sizeof(*o));
@@ -172,6 +173,14 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		return -EINVAL;
 	}
 
+	/* outside the host's PID namespace, what takes or shows pids is refused */
+	if (o->c.pid)
+		snprintf(ids, sizeof(ids), "-p %u", o->c.pid);
+	else
+		snprintf(ids, sizeof(ids), "%s", (o->group & BIO_GROUP_PROCESS) ? "--per-process" :
+			 o->c.slower_than_ns != UINT64_MAX ? "--slower-than (records show pids)" : "");
+	if (lh_check_pidns(TOOL, ids[0] ? ids : NULL))
+		return -EINVAL;
 	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
 }
 

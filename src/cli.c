@@ -509,6 +509,28 @@ bool lh_same_file(const char *a, const char *b)
 	return same;
 }
 
+bool lh_in_init_pidns(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "pid:[4026531836]");
+}
+
+int lh_check_pidns(const char *tool, const char *uses_ids)
+{
+	if (!uses_ids || lh_in_init_pidns())
+		return 0;
+	lh_usage_error(tool, "%s: lathist runs in a PID namespace of its own (a container), "
+		       "and BPF sees the host's pids, not this namespace's; run it in the host's "
+		       "(nsenter -t 1 -p, docker run --pid=host), or leave out what takes or shows "
+		       "pids", uses_ids);
+	return -EINVAL;
+}
+
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
 	if (o->events_path && o->slower_than_ns == UINT64_MAX) {

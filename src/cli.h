@@ -127,6 +127,16 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool);
 /* Print a usage error "lathist TOOL: ..." to stderr. */
 void lh_usage_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Does this process run in the initial PID namespace, whose ids BPF reads?
+ * (/proc/self/ns/pid of init_pid_ns is pid:[4026531836], PROC_PID_INIT_INO,
+ * include/linux/proc_ns.h.) */
+bool lh_in_init_pidns(void);
+
+/* uses_ids: the first option given that takes or shows pids (NULL: none).
+ * Outside the initial PID namespace those would be the host's, not the
+ * caller's: a one-line usage error naming it, and -EINVAL. */
+int lh_check_pidns(const char *tool, const char *uses_ids);
+
 /* Process (tgid) of a task id from /proc/ID/status, or -ESRCH. */
 long lh_tgid_of(uint32_t id);
 

@@ -162,6 +162,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		{ "counters-optional", no_argument, NULL, OPT_COUNTERS_OPTIONAL },
 		{ NULL, 0, NULL, 0 },
 	};
+	char ids[40];
 	int opt, err;
 
 	memset(o, 0, sizeof(*o));
@@ -233,6 +234,17 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		lh_usage_error(TOOL, "--counters-optional needs --counters LIST");
 		return -EINVAL;
 	}
+	/* outside the host's PID namespace, what takes or shows pids is refused */
+	if (o->c.pid)
+		snprintf(ids, sizeof(ids), "-p %u", o->c.pid);
+	else if (o->tid)
+		snprintf(ids, sizeof(ids), "-t %u", o->tid);
+	else
+		snprintf(ids, sizeof(ids), "%s", o->group == RUNQ_GROUP_PROCESS ? "--per-process" :
+			 o->group == RUNQ_GROUP_THREAD ? "--per-thread" :
+			 o->c.slower_than_ns != UINT64_MAX ? "--slower-than (records show pids)" : "");
+	if (lh_check_pidns(TOOL, ids[0] ? ids : NULL))
+		return -EINVAL;
 	return lh_common_finish(&o->c, TOOL) ? -EINVAL : 0;
 }
 
@@ -727,20 +739,6 @@ static bool started_since(uint32_t tid, uint64_t since)
 	return start >= since;
 }
 
-/* Does this process see the initial PID namespace's tids (the ones BPF reads)?
- * /proc/self/ns/pid of init_pid_ns is pid:[4026531836] (PROC_PID_INIT_INO,
- * include/linux/proc_ns.h). */
-static bool in_init_pidns(void)
-{
-	char link[64];
-	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
-
-	if (n <= 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "pid:[4026531836]");
-}
-
 /*
  * Traced tasks the end sweep did not see: in /proc before and after it (alive
  * all through: the same task, not one that took its tid since the scan before,
@@ -755,7 +753,7 @@ static uint64_t hidden_tasks(const struct runq_opts *o, const uint32_t *before, 
 	uint64_t hidden = 0;
 	long na;
 
-	if (o->c.cgroup_id || nb < 0 || !since || !in_init_pidns() ||
+	if (o->c.cgroup_id || nb < 0 || !since || !lh_in_init_pidns() ||
 	    (na = proc_tids(o, &after)) < 0)
 		return 0;
 	for (long i = 0; i < nb; i++)

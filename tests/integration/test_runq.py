@@ -463,6 +463,24 @@ def test_bad_input():
         check(rc == 2 and "symbolic link" in err, f"symlink -o: {rc} {err}")
 
 
+def test_pid_namespace_ids_refused():
+    """In a PID namespace of its own, what takes or shows pids is refused in one line (exit
+    2): BPF sees the host's ids (before, -p 1 traced the host's PID 1 with exit 0); what
+    shows no pid still runs."""
+    ns = ["unshare", "-p", "-f", "--mount-proc", LATHIST]
+    for args in (["runq", "-p", "1", "--per-process"], ["runq", "-t", "1"],
+                 ["runq", "--per-thread"], ["runq", "--slower-than", "1ms"],
+                 ["bio", "-p", "1"], ["bio", "--per-process"]):
+        p = subprocess.run(ns + args + ["-d", "0.2"], capture_output=True, text=True,
+                           timeout=30)
+        check(p.returncode == 2 and "PID namespace of its own" in p.stderr and
+              len(p.stderr.splitlines()) == 1 and not p.stdout,
+              f"{args}: rc {p.returncode}, {p.stderr!r}")
+    p = subprocess.run(ns + ["runq", "-d", "0.2", "-f", "json"], capture_output=True,
+                       text=True, timeout=30)
+    check(p.returncode == 0 and json.loads(p.stdout)["loss"]["events"] > 0, p.stderr)
+
+
 def test_cpus_said_as_meant():
     """--cpus is reported as the CPUs it selects, not as typed (before: '1,0,0' echoed)."""
     rc, out, err = run("runq", "-d", "0.2", "--cpus", "1,0,0-1,0", "-f", "json")
