@@ -445,28 +445,32 @@ int BPF_PROG(bio_complete_raw, struct request *rq, int error, unsigned int nr_by
 }
 
 /*
- * The end-of-run sweep (tp_btf, raw_tp; the loader runs it once just before
- * its last read): an issued request whose struct the kernel has freed since
- * (state MQ_RQ_IDLE and no reference: blk_mq_free_request() after
- * block_rq_complete; a requeued request is IDLE too but still referenced), or
- * that now holds another request in flight (its sector outside the entry's;
- * not told for a request with no data: flushes), completed with no event,
- * and no later request in that struct showed it:
+ * The end-of-run sweep (tp_btf, raw_tp; the loader runs bio_sweep once just
+ * before its last read, with BPF_PROG_TEST_RUN): an issued request whose
+ * struct the kernel has freed since (state MQ_RQ_IDLE and no reference:
+ * blk_mq_free_request() after block_rq_complete; a requeued request is IDLE
+ * too but still referenced), or that now holds another request in flight (its
+ * sector outside the entry's; not told for a request with no data: flushes),
+ * completed with no event, and no later request in that struct showed it:
  * missed_completion. One still in flight is left alone, and so is an entry
  * that a completion removed or replaced while the sweep read the request.
+ * bpf_for_each_map_elem() (5.13) walks the map: some kernels refuse map
+ * iterators (iter/bpf_map_elem) and not this.
  */
-SEC("iter/bpf_map_elem")
-int bio_sweep(struct bpf_iter__bpf_map_elem *ctx)
-{
-	struct bio_req *r = ctx->value, *now;
-	__u64 *key = ctx->key, issued, sector, first, end;
-	struct request *rq = (struct request *)(key ? *key : 0);
-	int state, ref = 0;
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
+struct sweep_ctx {
+	struct lh_counters *c;
+};
 
-	if (!c || !key || !r || !r->issued_ns || (r->flags & BIO_REQ_FILTERED) ||
-	    !bpf_core_field_exists(rq->state) || !bpf_core_field_exists(rq->ref))
+static long sweep_one(struct bpf_map *map, __u64 *key, struct bio_req *r,
+		      struct sweep_ctx *x)
+{
+	struct request *rq = (struct request *)*key;
+	struct lh_counters *c = x->c;
+	__u64 issued, sector, first, end;
+	struct bio_req *now;
+	int state, ref = 0;
+
+	if (!r->issued_ns || (r->flags & BIO_REQ_FILTERED))
 		return 0;
 	issued = r->issued_ns;
 	first = r->sector;
@@ -475,13 +479,28 @@ int bio_sweep(struct bpf_iter__bpf_map_elem *ctx)
 	/* atomic_t (5.16+) or refcount_t: an int counter at offset 0 either way */
 	bpf_core_read(&ref, sizeof(ref), &rq->ref);
 	sector = BPF_CORE_READ(rq, __sector);
-	now = bpf_map_lookup_elem(&bio_requests, &(__u64){ (__u64)rq });
+	now = bpf_map_lookup_elem(&bio_requests, key);
 	if (!now || now->issued_ns != issued)
 		return 0;
 	if ((state == MQ_RQ_IDLE && !ref) ||
 	    (state == MQ_RQ_IN_FLIGHT && end > first && (sector < first || sector >= end)))
 		/* atomic: a program on this CPU may interrupt the sweep */
 		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_COMPLETION], 1);
+	return 0;
+}
+
+/* Never attached: run by the loader (BPF_PROG_TEST_RUN). "?": loaded only
+ * where the loader asks for it. */
+SEC("?raw_tp/block_rq_complete")
+int bio_sweep(void *ctx)
+{
+	__u32 buf;
+	struct sweep_ctx x = { .c = lh_counters(&buf) };	/* on the stack: the helper's rule */
+	struct request *rq = NULL;
+
+	if (!x.c || !bpf_core_field_exists(rq->state) || !bpf_core_field_exists(rq->ref))
+		return 0;
+	bpf_for_each_map_elem(&bio_requests, sweep_one, &x, 0);
 	return 0;
 }
 

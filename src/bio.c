@@ -5,6 +5,7 @@
  * lifecycle as runq: options -> open -> read-only options -> choose variant,
  * size maps -> load -> attach -> session loop -> cleanup.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -96,6 +97,42 @@ int bio_dev_of(const char *name, uint32_t *dev)
 	return 0;
 }
 
+/*
+ * Can --disk NAME be traced as one? Not a partition: its requests reach the
+ * request tracepoints remapped onto the whole disk (its parent, in parent).
+ * Not a bio-based device (zram, md, dm without blk-mq: no mq folder): its I/O
+ * never becomes a request; the disks beneath it (slaves/) are listed in
+ * beneath. 0, -EXDEV (partition) or -ENOTBLK (bio-based).
+ */
+static int disk_traceable(const char *name, char *parent, size_t plen, char *beneath,
+			  size_t blen)
+{
+	char path[PATH_MAX], real[PATH_MAX];
+	struct dirent *e;
+	size_t used = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/partition", name);
+	if (!access(path, F_OK)) {
+		snprintf(path, sizeof(path), "/sys/class/block/%s/..", name);
+		snprintf(parent, plen, "%s", realpath(path, real) ? basename(real) : "its disk");
+		return -EXDEV;
+	}
+	snprintf(path, sizeof(path), "/sys/class/block/%s/mq", name);
+	if (!access(path, F_OK))
+		return 0;
+	beneath[0] = 0;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/slaves", name);
+	if ((d = opendir(path))) {
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' && used < blen)
+				used += (size_t)snprintf(beneath + used, blen - used, "%s%s",
+							 used ? " " : "", e->d_name);
+		closedir(d);
+	}
+	return -ENOTBLK;
+}
+
 int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 {
 	static const struct option longopts[] = {
@@ -108,7 +145,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		{ "test-no-frontmerge", no_argument, NULL, OPT_TEST_NO_FRONTMERGE },
 		{ NULL, 0, NULL, 0 },
 	};
-	char ids[40];
+	char ids[40], parent[NAME_MAX + 1], beneath[256];
 	int opt, err;
 
 	memset(o, 0, sizeof(*o));
@@ -149,6 +186,26 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			if (bio_dev_of(optarg, &o->dev)) {
 				lh_usage_error(TOOL, "--disk '%s': no such block device; give a name "
 					       "from lsblk or /sys/class/block, e.g. vda", optarg);
+				return -EINVAL;
+			}
+			err = disk_traceable(optarg, parent, sizeof(parent), beneath,
+					     sizeof(beneath));
+			if (err == -EXDEV) {
+				lh_usage_error(TOOL, "--disk '%s': is a partition of %s, and requests "
+					       "reach the tracepoints remapped onto the whole disk; give "
+					       "--disk %s (all its partitions)", optarg, parent, parent);
+				return -EINVAL;
+			}
+			if (err == -ENOTBLK) {
+				if (beneath[0])
+					lh_usage_error(TOOL, "--disk '%s': is a bio-based device (no "
+						       "blk-mq queue), whose I/O never becomes a request; "
+						       "give a disk beneath it: %s", optarg, beneath);
+				else
+					lh_usage_error(TOOL, "--disk '%s': is a bio-based device (no "
+						       "blk-mq queue) with no disk beneath it: its I/O never "
+						       "reaches the request tracepoints, so lathist bio cannot "
+						       "see it", optarg);
 				return -EINVAL;
 			}
 			snprintf(o->disk, sizeof(o->disk), "%s", optarg);
@@ -192,6 +249,7 @@ struct bio_attach_plan {
 	bool issue_has_q;
 	bool insert_has_q;
 	bool has_merge;		/* block_rq_merge exists */
+	int sweep_err;		/* the end sweep (a map iterator) cannot load: -errno */
 };
 
 struct bio_ctx {
@@ -220,7 +278,7 @@ static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 }
 
 /* What this kernel has for type t: tracepoints in BTF (tp_btf, raw_tp) or in tracefs. */
-static void plan_for(struct bio_attach_plan *p, enum lh_attach_mode t)
+static void plan_for(struct bio_attach_plan *p, enum lh_attach_mode t, bool no_sweep)
 {
 	p->type = t;
 	if (t == LH_ATTACH_TRACEPOINT) {
@@ -232,6 +290,9 @@ static void plan_for(struct bio_attach_plan *p, enum lh_attach_mode t)
 	p->issue_has_q = lh_tp_nargs("block_rq_issue") == 2;
 	p->insert_has_q = lh_tp_nargs("block_rq_insert") == 2;
 	p->has_merge = lh_tp_nargs("block_rq_merge") >= 1;
+	/* bpf_for_each_map_elem (5.13) run by BPF_PROG_TEST_RUN (5.10) */
+	p->sweep_err = no_sweep ? -EPERM : libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT,
+					BPF_FUNC_for_each_map_elem, NULL) == 1 ? 0 : -EOPNOTSUPP;
 }
 
 /* The tracepoints bio attaches, all of one type. */
@@ -294,9 +355,8 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_program__set_autoload(s->progs.bio_complete_tp, tp);
 	bpf_program__set_autoload(s->progs.bio_merge_tp, tp && p->has_merge);
 	bpf_program__set_autoload(s->progs.bio_frontmerge_tp, tp && !o->test_no_frontmerge);
-	/* the end-of-run sweep: a map iterator (5.9+), where task storage (5.11+)
-	 * says the kernel is new enough; the tracepoint path has no request pointers */
-	bpf_program__set_autoload(s->progs.bio_sweep, !tp && lh_probe_tp_btf_task_storage());
+	/* the end-of-run sweep (plan_for); the tracepoint path has no request pointers */
+	bpf_program__set_autoload(s->progs.bio_sweep, !tp && !p->sweep_err);
 	return value_size;
 }
 
@@ -448,7 +508,7 @@ static size_t skel_configure(void *skel, void *tool, enum lh_attach_mode type)
 {
 	struct bio_ctx *x = tool;
 
-	plan_for(&x->plan, type);
+	plan_for(&x->plan, type, x->o->c.test_no_sweep);
 	return configure(skel, x->o, &x->plan);
 }
 
@@ -473,8 +533,7 @@ static void sweep(struct lh_session *s, bool last)
 
 	if (!last || !bpf_program__autoload(x->skel->progs.bio_sweep))
 		return;
-	err = lh_run_iter(x->skel->progs.bio_sweep, bpf_map__fd(x->skel->maps.bio_requests), NULL,
-			  NULL);
+	err = lh_run_prog(x->skel->progs.bio_sweep);
 	if (err)
 		fprintf(stderr, "lathist bio: the end-of-run sweep of requests in flight failed (%s): "
 			"a completion with no event of a request still tracked is not counted\n",
@@ -513,6 +572,12 @@ int bio_main(int argc, char **argv)
 		return LH_EXIT_RUNTIME;
 	x.skel = skel;
 	meta_attach(&s.report.meta, &x.plan);
+	if (type != LH_ATTACH_TRACEPOINT && x.plan.sweep_err)
+		snprintf(s.report.meta.unchecked, sizeof(s.report.meta.unchecked),
+			 "the end-of-run sweep cannot run here (%s), so a request whose completion "
+			 "no event showed and whose struct was not reused is not counted "
+			 "(missed_completion)", x.plan.sweep_err == -EOPNOTSUPP ?
+			 "bpf_for_each_map_elem, 5.13+, is missing" : strerror(-x.plan.sweep_err));
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
 	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));

@@ -156,6 +156,15 @@ int lh_run_iter(struct bpf_program *prog, int map_fd, char **out, size_t *len)
 	return err;
 }
 
+int lh_run_prog(struct bpf_program *prog)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &o))
+		return -errno;
+	return 0;
+}
+
 bool lh_btf_has_member(const char *type, const char *member)
 {
 	struct btf *btf = vmlinux_btf();
@@ -209,6 +218,33 @@ const char *lh_tracefs_why(const char *event, char *buf, size_t len)
 		snprintf(buf, len, "tracefs is not mounted; mount -t tracefs nodev "
 			 "/sys/kernel/tracing");
 	return buf;
+}
+
+int lh_probe_iter(const char *target)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_ITER);
+	char name[64];
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int id, fd;
+
+	if (!vmlinux)
+		return -ESRCH;
+	snprintf(name, sizeof(name), "bpf_iter_%s", target);
+	id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC);
+	btf__free(vmlinux);
+	if (id < 0)
+		return -ENOENT;
+	opts.attach_btf_id = (__u32)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "lh_probe_iter", "GPL", insns,
+			   sizeof(insns) / sizeof(insns[0]), &opts);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
 }
 
 bool lh_probe_tp_btf_task_storage(void)

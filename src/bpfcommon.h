@@ -55,6 +55,18 @@ const char *lh_tracefs_why(const char *event, char *buf, size_t len);
 /* Whether tp_btf programs with task local storage can run here (BTF, 5.11+). */
 bool lh_probe_tp_btf_task_storage(void);
 
+/* Run a loaded, unattached raw_tp program once on this CPU (BPF_PROG_TEST_RUN,
+ * 5.10+; no context): the bio sweep. 0 or a negative errno. */
+int lh_run_prog(struct bpf_program *prog);
+
+/*
+ * Can a BPF iterator on target ("task", "bpf_map_elem") load here? A 2-
+ * instruction iterator program is loaded and closed. 0, or a negative errno:
+ * -ENOENT (no such iterator in the kernel's BTF), -EPERM (refused: a kernel or
+ * LSM may forbid one kind of iterator and not another).
+ */
+int lh_probe_iter(const char *target);
+
 /*
  * Run a loaded BPF iterator program once, to its end (over the elements of
  * map_fd, or -1 for a task iterator). Its output goes to *out (malloc'd, *len

@@ -370,6 +370,9 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			return -EINVAL;
 		}
 		return 0;
+	case LH_OPT_TEST_NO_SWEEP:
+		o->test_no_sweep = true;
+		return 0;
 	case LH_OPT_TEST_REJECT: {
 		char *list = strdup(arg), *save = NULL;
 		enum lh_attach_mode t;

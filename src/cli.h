@@ -45,6 +45,7 @@ struct lh_common_opts {
 	uint32_t consumer_delay_us;	/* test only: sleep per record consumed */
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	unsigned int test_reject;	/* test only: bit 1 << type fails that type's load */
+	bool test_no_sweep;		/* test only: the sweeps act as if refused (-EPERM) */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 
@@ -61,6 +62,7 @@ enum {
 	LH_OPT_SERIES,
 	LH_OPT_ANONYMIZE,
 	LH_OPT_TEST_REJECT,
+	LH_OPT_TEST_NO_SWEEP,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -85,7 +87,8 @@ enum {
 	{ "test-kernel-wakeup", no_argument, NULL, LH_OPT_KERNEL_WAKEUP }, \
 	{ "series", required_argument, NULL, LH_OPT_SERIES },          \
 	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE },          \
-	{ "test-reject", required_argument, NULL, LH_OPT_TEST_REJECT }
+	{ "test-reject", required_argument, NULL, LH_OPT_TEST_REJECT }, \
+	{ "test-no-sweep", no_argument, NULL, LH_OPT_TEST_NO_SWEEP }
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
 void lh_common_defaults(struct lh_common_opts *o);

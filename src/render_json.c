@@ -128,6 +128,8 @@ static json_object *meta_json(const struct lh_meta *m)
 	json_object_object_add(o, "run_id", m->run_id[0] ? json_object_new_string(m->run_id) : NULL);
 	json_object_object_add(o, "host", json_object_new_string(m->host));
 	json_object_object_add(o, "anonymized", json_object_new_boolean(m->anonymized));
+	json_object_object_add(o, "unchecked", m->unchecked[0] ?
+			       json_object_new_string(m->unchecked) : NULL);
 	if (m->parts) {		/* a merge: every run interval it covers */
 		json_object *parts = json_object_new_array();
 

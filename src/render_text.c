@@ -158,6 +158,8 @@ static void print_header(FILE *f, const struct lh_meta *m)
 		m->kernel, m->ncpus, m->clock);
 	if (m->anonymized)
 		fputs("anonymized: pids, tids, task names and the host are salted hashes\n", f);
+	if (m->unchecked[0])
+		fprintf(f, "NOT CHECKED: %s\n", m->unchecked);
 	fputs("attach:", f);
 	for (int i = 0; i < m->nattach; i++)
 		fprintf(f, " %s=%s", m->attach[i].tracepoint, m->attach[i].type);

@@ -740,6 +740,13 @@ static int add_doc(struct merge *m, json_object *doc)
 					   "keys cannot match; merge the raw documents (with "
 					   "--anonymize if the merge is to be shared)", anon ? "" : " not",
 					   anon ? " not" : "");
+		/* what some input's kernel kept it from checking: said in the merge too */
+		if (!m->r.meta.unchecked[0] &&
+		    get_str(meta, "unchecked", m->r.meta.unchecked, sizeof(m->r.meta.unchecked)))
+			m->r.meta.unchecked[0] = 0;
+		for (char *k = m->r.meta.unchecked; *k; k++)
+			if ((unsigned char)*k < 0x20 || (unsigned char)*k > 0x7e)
+				*k = '?';
 		if (get_str(meta, "host", host, sizeof(host)))
 			snprintf(host, sizeof(host), "?");
 		if (m->ndocs == 0)

@@ -256,6 +256,7 @@ struct runq_ctx {
 	int *pmu_fds;		/* npmu x ncpus perf event fds (--counters) */
 	int ncpus;
 	bool has_storage;	/* BPF task storage: tp_btf can run */
+	int iter_err;		/* task iterators (the sweeps) cannot load: why (-errno) */
 	uint64_t hidden;	/* traced tasks the end sweep did not see (hidden_tasks) */
 };
 
@@ -300,7 +301,7 @@ static void meta_attach(struct lh_meta *m, enum lh_attach_mode type)
 }
 
 static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_mode type,
-			bool has_storage)
+			bool has_storage, bool sweeps)
 {
 	bool btf = type == LH_ATTACH_TP_BTF, raw = type == LH_ATTACH_RAW_TP;
 	bool tp = type == LH_ATTACH_TRACEPOINT;
@@ -333,8 +334,8 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	s->rodata->use_task_storage = btf;
 	/* the sweeps: task iterators (5.8+), loaded where task storage (5.11+)
 	 * says the kernel is new enough */
-	bpf_program__set_autoload(s->progs.runq_sweep_start, has_storage);
-	bpf_program__set_autoload(s->progs.runq_sweep_end, has_storage);
+	bpf_program__set_autoload(s->progs.runq_sweep_start, sweeps);
+	bpf_program__set_autoload(s->progs.runq_sweep_end, sweeps);
 	s->rodata->oncpu_on = o->oncpu;
 	s->rodata->pmu_n = (uint32_t)o->npmu;
 	s->rodata->pmu_ncpus = (uint32_t)libbpf_num_possible_cpus();
@@ -869,7 +870,7 @@ static size_t skel_configure(void *skel, void *tool, enum lh_attach_mode type)
 {
 	struct runq_ctx *x = tool;
 
-	return configure(skel, x->o, type, x->has_storage);
+	return configure(skel, x->o, type, x->has_storage, x->has_storage && !x->iter_err);
 }
 
 static int skel_load(void *skel)
@@ -925,12 +926,19 @@ int runq_main(int argc, char **argv)
 	if (lh_preflight(TOOL, &o.c))
 		return LH_EXIT_RUNTIME;
 	x.has_storage = lh_probe_tp_btf_task_storage();
+	/* a kernel may refuse one kind of iterator and not another: probed */
+	x.iter_err = !x.has_storage ? 0 : o.c.test_no_sweep ? -EPERM : lh_probe_iter("task");
 	ntypes = lh_attach_candidates(TOOL, o.c.attach, x.has_storage, "BPF task storage (5.11+)",
 				      "sched/sched_switch", types);
 	ntypes = tracepoint_reachable(&o, types, ntypes);
 	if (!ntypes)
 		return LH_EXIT_RUNTIME;
 	init_meta(&s, &o);
+	if (x.iter_err)
+		snprintf(s.report.meta.unchecked, sizeof(s.report.meta.unchecked),
+			 "task iterators do not load here (%s), so the start and end sweeps did "
+			 "not run: waits of tasks with no event seen at the ends of the run "
+			 "(missed_wait) and hidden_tasks are not counted", strerror(-x.iter_err));
 	if (o.npmu && open_counters(&x, &s.report.meta)) {
 		free(x.pmu_fds);
 		return LH_EXIT_RUNTIME;

@@ -126,6 +126,7 @@ int main(void)
 	bpf_program__set_autoload(bio->progs.bio_issue_btf, false);
 	bpf_program__set_autoload(bio->progs.bio_complete_btf, false);
 	bpf_program__set_autoload(bio->progs.bio_merge_btf, false);
+	bpf_program__set_autoload(bio->progs.bio_sweep, true);	/* "?": asked for */
 	if (bio_bpf__load(bio)) {
 		fprintf(stderr, "bio_synth: cannot load bio programs\n");
 		return 1;
@@ -223,7 +224,7 @@ int main(void)
 		fake->bss->ref = 0;
 		fake_request_at(0, 8192, 0, at[0]);
 	}
-	if (lh_run_iter(bio->progs.bio_sweep, bpf_map__fd(bio->maps.bio_requests), NULL, NULL)) {
+	if (lh_run_prog(bio->progs.bio_sweep)) {
 		fprintf(stderr, "bio_synth: the sweep did not run: %s\n", strerror(errno));
 		return 1;
 	}

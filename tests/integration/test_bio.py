@@ -194,7 +194,7 @@ def test_interval_and_text():
         check(c == READS + WRITES, f"intervals add to {c}")
         rc, out, err = run("bio", "-d", "0.5", "--per-disk", "--disk", dev.name)
         check(rc == 0, err)
-        for needle in ("lathist bio: kernel", "attach: block_io_start=tp_btf", "events and losses",
+        for needle in ("lathist bio: host ", "attach: block_io_start=tp_btf", "events and losses",
                        "no_queue_stage", "completed_unissued"):
             check(needle in out, f"{needle!r} missing:\n{out}")
 

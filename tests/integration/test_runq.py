@@ -410,7 +410,7 @@ def test_text_output():
     rows, _ = None, None
     rc, out, err = run("runq", "-d", "1")
     check(rc == 0, err)
-    for needle in ("lathist runq: kernel", "attach: sched_wakeup=tp_btf", "usecs",
+    for needle in ("lathist runq: host ", "attach: sched_wakeup=tp_btf", "usecs",
                    ": count    distribution", "p99.9", "max", "events and losses",
                    "unpaired_no_start"):
         check(needle in out, f"{needle!r} missing from text output:\n{out}")
