@@ -145,6 +145,41 @@ def test_disk_and_pid_filters():
     check(docs[1]["loss"]["filtered"] >= READS + WRITES, f"filtered {docs[1]['loss']}")
 
 
+def test_partitions_and_bio_based_devices_refused():
+    """--disk on a partition: its requests reach the tracepoints remapped onto the whole
+    disk, so it is refused naming that disk (before: 0 events, "no loss", exit 0); the whole
+    disk sees the partition's I/O. A bio-based device (zram: no blk-mq queue) is refused
+    too: its I/O never becomes a request."""
+    with LoopDevice() as dev:
+        subprocess.run(["sfdisk", "-q", dev.dev], input="2048,8192\n", text=True, check=True,
+                       capture_output=True)
+        subprocess.run(["partx", "-a", dev.dev], capture_output=True)
+        part = f"{dev.name}p1"
+        for _ in range(50):
+            if os.path.exists(f"/sys/class/block/{part}"):
+                break
+            time.sleep(0.1)
+        rc, out, err = run("bio", "-d", "0.2", "--disk", part)
+        check(rc == 2 and f"is a partition of {dev.name}" in err and
+              f"--disk {dev.name}" in err and len(err.strip().splitlines()) == 1,
+              f"rc {rc}, {err!r}")
+        work = Workload("direct", f"/dev/{part}", 0, 4096, 20, 4096, exe=BIOWORK)
+        work.start()
+        tool = Lathist("bio", "-f", "json", "--disk", dev.name).start()
+        work.go()
+        work.wait()
+        rc, out, err = tool.stop()
+        c, _ = sums(json.loads(out), "total")
+        check(rc == 0 and closes(c, 20, json.loads(out)["loss"]["lost"]),
+              f"--disk {dev.name}: {c} of 20 writes to {part}")
+    bio_based = [d for d in os.listdir("/sys/block")
+                 if not os.path.exists(f"/sys/block/{d}/mq")]
+    check(bio_based, "no bio-based device here (zram0 expected)")
+    rc, out, err = run("bio", "-d", "0.2", "--disk", bio_based[0])
+    check(rc == 2 and "bio-based device" in err and len(err.strip().splitlines()) == 1,
+          f"{bio_based[0]}: rc {rc}, {err!r}")
+
+
 def test_buffered_writes_go_to_the_flusher():
     """C11: buffered writes flushed by sync are attributed to whoever flushed them
     (the sync process or a writeback worker), never to the writer; direct writes are
