@@ -86,7 +86,9 @@ static __always_inline __u8 rq_op(struct request *rq, bool btf)
 /* Does the current task (the submitter) pass the -p/--cgroup filters? */
 static __always_inline bool current_selected(void)
 {
-	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+	if (filter_tgid && ((bpf_get_current_pid_tgid() >> 32) != filter_tgid ||
+			    !lh_born_at(BPF_CORE_READ((struct task_struct *)bpf_get_current_task(),
+						      group_leader), filter_tgid_ticks)))
 		return false;
 	if (filter_cgroup_id && !lh_task_in_cgroup(bpf_get_current_task_btf()))
 		return false;

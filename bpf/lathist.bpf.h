@@ -89,6 +89,9 @@ static __always_inline void lh_count_map_err(struct lh_counters *c, int base, lo
 
 /* Options every tool shares, set by the loader. */
 const volatile __u64 filter_cgroup_id;	/* cgroup v2 id; 0 = any */
+const volatile __u64 filter_tgid_ticks;	/* -p: the process's start, /proc ticks; 0 = unchecked */
+const volatile __u64 tick_ns;		/* ns per /proc tick (NSEC_PER_SEC / USER_HZ) */
+const volatile __s64 boot_off_ns;	/* the loader's time namespace boottime offset */
 const volatile __u64 slower_than_ns = ~0ULL;	/* a record per event >= this; ~0 = none */
 const volatile __u64 rb_wakeup_bytes;	/* wake the consumer once this much waits */
 
@@ -142,6 +145,20 @@ static __always_inline void lh_record_submit(void *r)
 
 /* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
 #define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
+
+/*
+ * Was task t born at /proc tick `ticks`, as the task -p or -t named when
+ * tracing began? /proc/PID/stat's starttime is task->start_boottime (plus a
+ * time namespace's offset) / (NSEC_PER_SEC / USER_HZ) (fs/proc/array.c): a
+ * task that took the pid later fails this. Before 5.5 (no start_boottime) the
+ * id alone decides. Read only once the id matched: off the common path.
+ */
+static __always_inline bool lh_born_at(struct task_struct *t, __u64 ticks)
+{
+	if (!ticks || !tick_ns || !bpf_core_field_exists(t->start_boottime))
+		return true;
+	return (BPF_CORE_READ(t, start_boottime) + boot_off_ns) / tick_ns == ticks;
+}
 
 /* Is task t in cgroup filter_cgroup_id or below it (cgroup v2)? */
 static __always_inline bool lh_task_in_cgroup(struct task_struct *t)

@@ -32,6 +32,7 @@
 const volatile __u32 group = RUNQ_GROUP_TOTAL;
 const volatile __u32 filter_tgid;
 const volatile __u32 filter_tid;
+const volatile __u64 filter_tid_ticks;	/* -t: the thread's start, /proc ticks */
 const volatile bool filter_cpus;
 const volatile __u64 cpu_mask[RUNQ_MAX_CPUS / 64];
 /* sched_switch has had a prev_state argument since 5.18; the loader reads
@@ -200,9 +201,10 @@ static __always_inline struct runq_cpu *this_cpu(void)
 
 static __always_inline bool task_selected(struct task_struct *t, __u32 tid, __u32 tgid)
 {
-	if (filter_tgid && tgid != filter_tgid)
+	if (filter_tgid && (tgid != filter_tgid ||
+			    !lh_born_at(BPF_CORE_READ(t, group_leader), filter_tgid_ticks)))
 		return false;
-	if (filter_tid && tid != filter_tid)
+	if (filter_tid && (tid != filter_tid || !lh_born_at(t, filter_tid_ticks)))
 		return false;
 	if (filter_cgroup_id && !lh_task_in_cgroup(t))
 		return false;

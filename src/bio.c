@@ -323,6 +323,7 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	s->rodata->hist_unit_ns = o->c.unit_ns;
 	s->rodata->group = o->group;
 	s->rodata->filter_tgid = o->c.pid;
+	LH_SET_BIRTH_FILTER(s->rodata, &o->c);
 	s->rodata->filter_dev = o->dev;
 	s->rodata->filter_cgroup_id = o->c.cgroup_id;
 	s->rodata->issue_has_q = p->issue_has_q;

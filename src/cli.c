@@ -192,6 +192,11 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 			       o->pid);
 		return -EINVAL;
 	}
+	if ((uint32_t)tgid == o->pid && !lh_task_start_ticks(o->pid, &o->pid_ticks) &&
+	    !o->watch_thread) {
+		o->watch_tid = o->pid;
+		o->watch_ticks = o->pid_ticks;
+	}
 	if ((uint32_t)tgid != o->pid) {
 		if (o->has_tid_option)
 			lh_usage_error(tool, "-p %u: is a thread of process %ld; use -t %u or -p %ld",

@@ -30,6 +30,11 @@ struct lh_common_opts {
 	bool attach_set;	/* --attach given (twice is refused) */
 	bool verbose;
 	uint32_t pid;		/* 0 = any process */
+	uint64_t pid_ticks;	/* -p: its start (/proc stat starttime): a pid reused later is
+				 * another process, not traced */
+	uint32_t watch_tid;	/* the -p process (or -t thread) whose exit the run notes */
+	uint64_t watch_ticks;	/* its start time, as pid_ticks */
+	bool watch_thread;	/* watch_tid is a -t thread */
 	char cgroup[PATH_MAX];	/* "" = any cgroup */
 	uint64_t cgroup_id;	/* cgroup v2 id (kernfs node id) */
 	uint32_t max_keys;	/* entries of keyed histogram maps */

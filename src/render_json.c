@@ -157,6 +157,8 @@ static json_object *meta_json(const struct lh_meta *m)
 					       u64(strtoull(m->filters[i].value, NULL, 10)) :
 					       json_object_new_string(m->filters[i].value));
 	json_object_object_add(o, "filters", f);
+	json_object_object_add(o, "filter_exit_realtime_ns", m->filter_exit_realtime_ns ?
+			       u64(m->filter_exit_realtime_ns) : NULL);
 	json_object_object_add(o, "grouping", json_object_new_string(m->grouping));
 	json_object_object_add(o, "start_realtime_ns", u64(m->start_realtime_ns));
 	json_object_object_add(o, "duration_ns", u64(m->duration_ns));

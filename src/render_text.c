@@ -168,6 +168,11 @@ static void print_header(FILE *f, const struct lh_meta *m)
 		fputs(" none", f);
 	for (int i = 0; i < m->nfilters; i++)
 		fprintf(f, " %s=%s", m->filters[i].name, m->filters[i].value);
+	if (m->filter_exit_realtime_ns && m->filter_exit_realtime_ns >= m->start_realtime_ns)
+		fprintf(f, " (exited %.2f s into this aggregate)",
+			(double)(m->filter_exit_realtime_ns - m->start_realtime_ns) / 1e9);
+	else if (m->filter_exit_realtime_ns)
+		fputs(" (exited before this aggregate)", f);
 	fprintf(f, "; grouping: %s; ", m->grouping);
 	if (m->scheme.precision)
 		fprintf(f, "precision %u (%u linear sub-slots per power of two)\n",

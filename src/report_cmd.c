@@ -740,6 +740,12 @@ static int add_doc(struct merge *m, json_object *doc)
 					   "keys cannot match; merge the raw documents (with "
 					   "--anonymize if the merge is to be shared)", anon ? "" : " not",
 					   anon ? " not" : "");
+		uint64_t ex;
+
+		/* the -p/-t task exited: the earliest exit the inputs saw */
+		if (!get_u64(meta, "filter_exit_realtime_ns", &ex) && ex &&
+		    (!m->r.meta.filter_exit_realtime_ns || ex < m->r.meta.filter_exit_realtime_ns))
+			m->r.meta.filter_exit_realtime_ns = ex;
 		/* what some input's kernel kept it from checking: said in the merge too */
 		if (!m->r.meta.unchecked[0] &&
 		    get_str(meta, "unchecked", m->r.meta.unchecked, sizeof(m->r.meta.unchecked)))

@@ -108,11 +108,15 @@ static int parse_tid(struct runq_opts *o, const char *arg)
 		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "/proc/%u", o->tid);
-	if (access(path, F_OK)) {
+	if (access(path, F_OK) || lh_task_start_ticks(o->tid, &o->tid_ticks)) {
 		lh_usage_error(TOOL, "-t %u: no such thread; give the TID of a running thread",
 			       o->tid);
 		return -EINVAL;
 	}
+	/* the thread, more precise than -p, is the task whose exit is noted */
+	o->c.watch_tid = o->tid;
+	o->c.watch_ticks = o->tid_ticks;
+	o->c.watch_thread = true;
 	return 0;
 }
 
@@ -316,6 +320,8 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	s->rodata->group = o->group;
 	s->rodata->filter_tgid = o->c.pid;
 	s->rodata->filter_tid = o->tid;
+	s->rodata->filter_tid_ticks = o->tid_ticks;
+	LH_SET_BIRTH_FILTER(s->rodata, &o->c);
 	s->rodata->filter_cgroup_id = o->c.cgroup_id;
 	s->rodata->filter_cpus = o->cpus_set;
 	memcpy((void *)s->rodata->cpu_mask, o->cpu_mask, sizeof(o->cpu_mask));
@@ -714,30 +720,13 @@ static uint64_t uptime_ticks(void)
 	return hz > 0 && up > 0 ? (uint64_t)(up * (double)hz) : 0;
 }
 
-/* Did task tid start at or after tick `since` (its /proc stat starttime, field 22)?
+/* Did task tid start at or after tick `since` (its /proc stat starttime)?
  * Then it is not the task a scan before `since` saw under that tid. */
 static bool started_since(uint32_t tid, uint64_t since)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long start;
-	ssize_t len;
-	int fd;
+	uint64_t start;
 
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", tid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;	/* gone: not alive all through */
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return true;
-	buf[len] = 0;
-	/* after the comm, which may hold spaces and parentheses: field 3 on */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", &start) != 1)
-		return true;
-	return start >= since;
+	return lh_task_start_ticks(tid, &start) || start >= since;	/* gone: not alive all through */
 }
 
 /*

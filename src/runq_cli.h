@@ -12,6 +12,7 @@ struct runq_opts {
 	struct lh_common_opts c;
 	enum runq_group group;
 	uint32_t tid;
+	uint64_t tid_ticks;		/* -t: its start (/proc stat starttime) */
 	bool cpus_set;
 	uint64_t cpu_mask[RUNQ_MAX_CPUS / 64];
 	char cpus[256];

@@ -346,6 +346,27 @@ static bool metrics_cumulative(const struct lh_common_opts *c)
 	       (c->format == LH_FMT_OPENMETRICS || c->format == LH_FMT_PROMETHEUS);
 }
 
+/*
+ * The -p process (-t thread) is gone, or its pid now names another task (its
+ * /proc start time changed): said once on stderr, and kept in every report
+ * from then on. BPF already ignores a task that took the pid (lh_born_at).
+ */
+static void watch_exit(struct lh_session *s, uint64_t now, uint64_t start, uint64_t real)
+{
+	const struct lh_common_opts *c = s->c;
+	uint64_t ticks;
+
+	if (!c->watch_tid || s->report.meta.filter_exit_realtime_ns)
+		return;
+	if (!lh_task_start_ticks(c->watch_tid, &ticks) && ticks == c->watch_ticks)
+		return;
+	s->report.meta.filter_exit_realtime_ns = real + (now - start);
+	s->cum.meta.filter_exit_realtime_ns = s->report.meta.filter_exit_realtime_ns;
+	fprintf(stderr, "lathist %s: %s %u exited %.2f s into the run; tracing goes on, and a "
+		"task that takes its id is not traced\n", s->report.meta.tool,
+		c->watch_thread ? "thread" : "process", c->watch_tid, (double)(now - start) / 1e9);
+}
+
 int lh_session_run(struct lh_session *s)
 {
 	const struct lh_common_opts *c = s->c;
@@ -364,8 +385,11 @@ int lh_session_run(struct lh_session *s)
 			wake = end;
 		if (wake == UINT64_MAX)		/* until a signal; look again every second */
 			wake = lh_now_ns() + 1000000000ULL;
+		if (c->watch_tid && wake > lh_now_ns() + 250000000ULL)	/* its exit, within 250 ms */
+			wake = lh_now_ns() + 250000000ULL;
 		wait_until(s, wake);
 		now = lh_now_ns();
+		watch_exit(s, now, start, real);
 		last = exiting || (end && now >= end) || records_reader_gone(s);
 		due = c->interval_ns && now >= begin + c->interval_ns;
 		if (!last && !due)

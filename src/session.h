@@ -50,6 +50,15 @@ struct lh_session {
 	uint64_t prog_misses;		/* the programs' recursion_misses at the last read */
 };
 
+/* -p names the process that had the pid when tracing began: its start time
+ * (lathist.bpf.h lh_born_at), so that a pid reused later is not traced. */
+#define LH_SET_BIRTH_FILTER(rodata, c)                             \
+	do {                                                       \
+		(rodata)->filter_tgid_ticks = (c)->pid_ticks;      \
+		(rodata)->tick_ns = lh_tick_ns();                  \
+		(rodata)->boot_off_ns = lh_timens_boottime_ns();   \
+	} while (0)
+
 /* Point the session at a loaded skeleton's shared .bss variables (lathist.bpf.h). */
 #define LH_SESSION_BIND(s, skel)                          \
 	do {                                              \

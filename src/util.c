@@ -300,6 +300,54 @@ void lh_format_cpulist(const uint64_t *mask, size_t nwords, char *buf, size_t le
 	}
 }
 
+int lh_task_start_ticks(uint32_t tid, uint64_t *ticks)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", tid);	/* threads too */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -ENOENT;
+	buf[len] = 0;
+	/* after the comm, which may hold spaces and parentheses: field 3 on */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &start) != 1)
+		return -EINVAL;
+	*ticks = start;
+	return 0;
+}
+
+uint64_t lh_tick_ns(void)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	return hz > 0 ? 1000000000ULL / (uint64_t)hz : 10000000ULL;
+}
+
+int64_t lh_timens_boottime_ns(void)
+{
+	FILE *f = fopen("/proc/self/timens_offsets", "re");
+	char name[32];
+	long long sec, nsec;
+	int64_t off = 0;
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
+		if (!strcmp(name, "boottime") || !strcmp(name, "7"))	/* CLOCK_BOOTTIME */
+			off = (int64_t)sec * 1000000000LL + nsec;
+	fclose(f);
+	return off;
+}
+
 void lh_run_id(char out[33])
 {
 	unsigned char b[16];

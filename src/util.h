@@ -59,6 +59,21 @@ int lh_output_check(const char *path);
  */
 int lh_write_atomic(const char *path, const char *data, size_t len);
 
+/*
+ * Task tid's start time as /proc/TID/stat shows it (field 22: clock ticks of
+ * sysconf(_SC_CLK_TCK) since boot; the kernel's task->start_boottime, plus a
+ * time namespace's boottime offset, divided by NSEC_PER_SEC / USER_HZ).
+ * 0, or -ENOENT when the task is gone (another negative errno on a bad read).
+ */
+int lh_task_start_ticks(uint32_t tid, uint64_t *ticks);
+
+/* Nanoseconds per /proc clock tick (NSEC_PER_SEC / sysconf(_SC_CLK_TCK)). */
+uint64_t lh_tick_ns(void);
+
+/* This process's time namespace boottime offset in ns (/proc/self/timens_offsets;
+ * 0 without one): /proc start times include it. */
+int64_t lh_timens_boottime_ns(void);
+
 /* A new run id in out: 32 lowercase hex digits of 16 random bytes (getrandom;
  * the realtime clock and pid if that fails) and a NUL. */
 void lh_run_id(char out[33]);

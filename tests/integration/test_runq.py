@@ -481,6 +481,41 @@ def test_pid_namespace_ids_refused():
     check(p.returncode == 0 and json.loads(p.stdout)["loss"]["events"] > 0, p.stderr)
 
 
+def test_reused_pid_is_not_traced():
+    """-p names the process that had the pid when tracing began: when it exits and a new
+    process takes the pid (ns_last_pid), the new one is not traced, and the run says when
+    the first exited (before: both merged under one pid, no flag)."""
+    sleeper = "import sys, time; sys.stdin.readline(); [time.sleep(0.002) for _ in range(%d)]"
+    a = subprocess.Popen(["python3", "-c", sleeper % 50], stdin=subprocess.PIPE)
+    pid = a.pid
+    tool = Lathist("runq", "-p", str(pid), "--per-process", "-f", "json").start()
+    a.stdin.write(b"\n")
+    a.stdin.flush()
+    a.wait()
+    b = None
+    for _ in range(100):	# another fork may take the pid first: try again
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        b = subprocess.Popen(["python3", "-c", sleeper % 300], stdin=subprocess.PIPE)
+        if b.pid == pid:
+            break
+        b.kill()
+        b.wait()
+    check(b.pid == pid, f"pid {pid} could not be taken again")
+    b.stdin.write(b"\n")
+    b.stdin.flush()
+    b.wait()
+    rc, out, err = tool.stop()
+    check(rc == 0, err)
+    doc = json.loads(out)
+    keys = {(h["key"]["pid"], h["key"]["start_ns"]) for h in doc["histograms"]}
+    waits = sum(h["count"] for h in doc["histograms"])
+    check(len(keys) == 1 and 0 < waits < 200, f"keys {keys}, {waits} waits: the second "
+          f"process (300 sleeps) was traced too")
+    check(doc["meta"]["filter_exit_realtime_ns"] is not None and
+          f"process {pid} exited" in err, f"exit not said: {doc['meta']}, {err!r}")
+
+
 def test_cpus_said_as_meant():
     """--cpus is reported as the CPUs it selects, not as typed (before: '1,0,0' echoed)."""
     rc, out, err = run("runq", "-d", "0.2", "--cpus", "1,0,0-1,0", "-f", "json")
