@@ -252,8 +252,10 @@ static __always_inline bool hist_record(struct bio_req *r, __u64 queue_ns, __u64
 	h = lh_hist_keyed(&bio_hist, &key, c);
 	if (!h)
 		return false;
-	if ((group & BIO_GROUP_PROCESS) && !h->comm[0])
+	if ((group & BIO_GROUP_PROCESS) && !h->comm[0]) {
 		__builtin_memcpy(h->comm, r->comm, sizeof(h->comm));
+		h->comm_ns = bpf_ktime_get_ns();
+	}
 	if (queue_ns != ~0ULL)
 		hist_one(h, BIO_QUEUE, r, queue_ns);
 	if (dev_ns != ~0ULL)

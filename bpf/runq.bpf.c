@@ -461,10 +461,12 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 }
 
 /* A per-process/per-thread key's name, taken once: the thread's, or its leader's. */
-static __always_inline void key_comm(char comm[16], struct task_struct *t)
+static __always_inline void key_comm(char comm[16], __u64 *comm_ns, struct task_struct *t)
 {
 	if (comm[0])
 		return;
+	if (comm_ns)	/* when: the loader shows a task's earliest name */
+		*comm_ns = bpf_ktime_get_ns();
 	if (group == RUNQ_GROUP_THREAD)
 		BPF_CORE_READ_STR_INTO((char (*)[16])comm, t, comm);
 	else
@@ -492,7 +494,7 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
 	h = lh_hist_keyed(&runq_hist_keyed, &key, c);
 	if (!h)
 		return false;
-	key_comm(h->comm, t);
+	key_comm(h->comm, &h->comm_ns, t);
 	lh_hist_add(h, delta);
 	return true;
 }
@@ -859,7 +861,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 	}
 	if (pv) {
 		if (group == RUNQ_GROUP_THREAD || group == RUNQ_GROUP_PROCESS)
-			key_comm(pv->comm, prev);
+			key_comm(pv->comm, NULL, prev);
 		pv->slices++;
 		pv->oncpu_ns += delta;
 	}

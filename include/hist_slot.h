@@ -82,6 +82,8 @@ struct lh_hist_head {
 	unsigned long long max_ns;
 	unsigned long long bytes;	/* bio: request bytes counted here; runq: 0 */
 	char comm[16];
+	unsigned long long comm_ns;	/* when comm was taken (bpf_ktime_get_ns): of a
+					 * task's names the loader shows the earliest */
 };
 
 #endif /* LATHIST_HIST_SLOT_H */

@@ -60,8 +60,13 @@ void lh_hist_add_raw(struct lh_hist *h, const void *raw)
 	h->bytes = lh_add_sat(h->bytes, head->bytes);
 	if (head->max_ns > h->max_ns)
 		h->max_ns = head->max_ns;
-	if (!h->key.comm[0] && head->comm[0] && (h->key.fields & LH_KEY_COMM))
+	/* per-CPU copies each took the name at their first event: the earliest */
+	if (head->comm[0] && (h->key.fields & LH_KEY_COMM) &&
+	    (!h->key.comm[0] || head->comm_ns < h->name_ns)) {
+		memset(h->key.comm, 0, sizeof(h->key.comm));
 		memcpy(h->key.comm, head->comm, sizeof(h->key.comm) - 1);
+		h->name_ns = head->comm_ns;
+	}
 }
 
 bool lh_hist_raw_empty(const void *raw, uint32_t nslots)
@@ -85,6 +90,11 @@ int lh_hist_merge(struct lh_hist *h, const struct lh_hist *o)
 	h->bytes = lh_add_sat(h->bytes, o->bytes);
 	if (o->max_ns > h->max_ns)
 		h->max_ns = o->max_ns;
+	if (o->key.comm[0] && (h->key.fields & LH_KEY_COMM) &&	/* the earlier name */
+	    (!h->key.comm[0] || (o->name_ns && (!h->name_ns || o->name_ns < h->name_ns)))) {
+		memcpy(h->key.comm, o->key.comm, sizeof(h->key.comm));
+		h->name_ns = o->name_ns;
+	}
 	return 0;
 }
 

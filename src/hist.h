@@ -41,6 +41,8 @@ struct lh_hist {
 	uint64_t sum_ns;
 	uint64_t max_ns;	/* exact */
 	uint64_t bytes;		/* bio: bytes of the requests counted */
+	uint64_t name_ns;	/* when key.comm was seen (ordering only: of a task's
+				 * names the earliest is shown; 0 unknown) */
 	uint32_t nslots;
 	uint64_t *slots;	/* nslots counters, owned */
 };

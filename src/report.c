@@ -80,8 +80,61 @@ static int pmu_cmp(const void *pa, const void *pb)
 
 static void charges_settle(struct lh_report *r);
 
+/* A task's key is its ids and start time: its name (comm) is not part of it,
+ * so a task that renamed itself or exec()ed stays one key. */
+static bool task_key(const struct lh_key *k)
+{
+	return k->fields & (LH_KEY_PID | LH_KEY_TID);
+}
+
+/* One name per task: the one seen first (least name_ns) among its histograms,
+ * given to them all and to its counter rows (whose own name is a fallback). */
+struct named {
+	struct lh_key *key;
+	uint64_t at;		/* name_ns; UINT64_MAX for a counter row */
+};
+
+static int named_cmp(const void *pa, const void *pb)
+{
+	const struct named *a = pa, *b = pb;
+	const struct lh_key *x = a->key, *y = b->key;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->birth_ns != y->birth_ns)
+		return x->birth_ns < y->birth_ns ? -1 : 1;
+	if (!x->comm[0] != !y->comm[0])		/* a named one first */
+		return x->comm[0] ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static void unify_names(struct lh_report *r)
+{
+	struct named *v = malloc((r->nhists + r->npmu + 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return;		/* names left as they are: memory is short */
+	for (size_t i = 0; i < r->nhists; i++)
+		if (task_key(&r->hists[i].key) && (r->hists[i].key.fields & LH_KEY_COMM))
+			v[n++] = (struct named){ &r->hists[i].key, r->hists[i].name_ns };
+	for (size_t i = 0; i < r->npmu; i++)
+		if (task_key(&r->pmu[i].key) && (r->pmu[i].key.fields & LH_KEY_COMM))
+			v[n++] = (struct named){ &r->pmu[i].key, UINT64_MAX };
+	qsort(v, n, sizeof(*v), named_cmp);
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && v[b].key->pid == v[a].key->pid &&
+		     v[b].key->tid == v[a].key->tid && v[b].key->birth_ns == v[a].key->birth_ns; b++)
+			memcpy(v[b].key->comm, v[a].key->comm, sizeof(v[a].key->comm));
+	}
+	free(v);
+}
+
 void lh_report_sort(struct lh_report *r)
 {
+	unify_names(r);
 	sort_meta = &r->meta;
 	if (r->nhists)
 		qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
@@ -320,8 +373,12 @@ void lh_report_index_reset(struct lh_report *r)
 /* FNV-1a over the name and the key's bytes (keys are zero-initialised, padding too). */
 static size_t hist_hash(const char *name, const struct lh_key *key)
 {
-	const unsigned char *p = (const unsigned char *)key;
+	struct lh_key k = *key;
+	const unsigned char *p = (const unsigned char *)&k;
 	uint64_t h = 14695981039346656037ULL;
+
+	if (task_key(&k))
+		memset(k.comm, 0, sizeof(k.comm));
 
 	for (; *name; name++)
 		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
@@ -332,7 +389,13 @@ static size_t hist_hash(const char *name, const struct lh_key *key)
 
 static bool hist_is(const struct lh_hist *h, const char *name, const struct lh_key *key)
 {
-	return !strcmp(h->name, name) && !memcmp(&h->key, key, sizeof(*key));
+	struct lh_key a = h->key, b = *key;
+
+	if (task_key(&a)) {
+		memset(a.comm, 0, sizeof(a.comm));
+		memset(b.comm, 0, sizeof(b.comm));
+	}
+	return !strcmp(h->name, name) && !memcmp(&a, &b, sizeof(a));
 }
 
 /* Put hists[i] in the table (which has a free slot: it is kept at most half full). */

@@ -196,7 +196,9 @@ struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *k
 
 /* Append a zeroed histogram (takes the scheme from meta); NULL on ENOMEM. */
 struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const struct lh_key *key);
-/* Sort histograms by meta.kinds order, then key. */
+/* Give every task (pid, tid, start time) one name, the one seen first of its
+ * histograms' (least name_ns), on its histograms and counter rows alike; then
+ * sort histograms by meta.kinds order, then key. */
 void lh_report_sort(struct lh_report *r);
 /* Free histograms; meta stays. */
 void lh_report_clear(struct lh_report *r);

@@ -50,6 +50,7 @@ struct merge {
 	char tool[8], kernel[128], grouping[16], unit[4], clock[64];
 	char attach_tp[LH_MAX_ATTACH][32], attach_type[LH_MAX_ATTACH][16];
 	uint64_t first_start, last_end;	/* realtime ns */
+	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
 	int ndocs;
 	const char *path;		/* file being read, for messages */
 	int line;			/* document number in it */
@@ -275,6 +276,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad(m, "histogram %s: bytes is not a number", name);
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
+	tmp->name_ns = m->doc_start;	/* of a task's names, the earliest input's is kept */
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
 		json_object *s = json_object_array_get_idx(slots, i);
 		uint64_t lo, c, hi, want_hi, idx;
@@ -767,6 +769,7 @@ static int add_doc(struct merge *m, json_object *doc)
 		m->r.meta.ncpus = (int)(ncpus > 1 << 20 ? 1 << 20 : ncpus);
 	if (!m->first_start || start < m->first_start)
 		m->first_start = start;
+	m->doc_start = start ? start : 1;	/* 0 would mean "unknown" */
 	if (start + dur > m->last_end)
 		m->last_end = start + dur;
 	if (strcmp(m->kernel, "mixed")) {

@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -557,6 +558,45 @@ def test_heatmap_orders_marks_and_refuses_overlap():
         os.unlink(svg)		# the two runs overlapped in time
         rc, out, err = report("--heatmap", svg, s1, s2)
         check(rc == 1 and "overlap in time" in err and not os.path.exists(svg), err)
+
+
+def test_renamed_thread_is_one_key():
+    """A thread that renames itself (PR_SET_NAME) mid-run is one key with one name, the
+    first seen: in each document, across its histograms, and in a merge of the intervals
+    (before, the merge split it in two keys, one per name)."""
+    script = ("import ctypes, sys, time\n"
+              "libc = ctypes.CDLL(None)\n"
+              "libc.prctl(15, b'lh-before', 0, 0, 0)\n"
+              "sys.stdin.readline()\n"
+              "for n in range(400):\n"
+              "    time.sleep(0.001)\n"
+              "    if n == 200: libc.prctl(15, b'lh-after', 0, 0, 0)\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        series = os.path.join(tmp, "s.jsonl")
+        w = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE)
+        tool = Lathist("runq", "--per-thread", "-p", str(w.pid), "-i", "0.1", "-f", "json",
+                       "-o", os.path.join(tmp, "last.json"), "--series", series).start()
+        w.stdin.write(b"\n")
+        w.stdin.flush()
+        w.wait()
+        rc, _, err = tool.stop()
+        check(rc == 0, err)
+        docs = [json.loads(l) for l in open(series)]
+        names = set()
+        for d in docs:
+            per_task = {}
+            for h in d["histograms"]:
+                k = h["key"]
+                per_task.setdefault((k["tid"], k["start_ns"]), set()).add(k["comm"])
+            check(all(len(v) == 1 for v in per_task.values()), f"two names in one document: "
+                  f"{per_task}")
+            names |= {c for (tid, _), v in per_task.items() if tid == w.pid for c in v}
+        check(names == {"lh-before", "lh-after"}, f"the intervals saw {names}")
+        rc, out, err = report("-f", "json", series)
+        check(rc == 0, err)
+        keys = {(h["key"]["tid"], h["key"]["start_ns"], h["key"]["comm"])
+                for h in json.loads(out)["histograms"] if h["key"]["tid"] == w.pid}
+        check(len(keys) == 1 and keys.pop()[2] == "lh-before", f"merged keys {keys}")
 
 
 def png_pixels(path):

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -486,7 +487,7 @@ def test_reused_pid_is_not_traced():
     process takes the pid (ns_last_pid), the new one is not traced, and the run says when
     the first exited (before: both merged under one pid, no flag)."""
     sleeper = "import sys, time; sys.stdin.readline(); [time.sleep(0.002) for _ in range(%d)]"
-    a = subprocess.Popen(["python3", "-c", sleeper % 50], stdin=subprocess.PIPE)
+    a = subprocess.Popen([sys.executable, "-c", sleeper % 50], stdin=subprocess.PIPE)
     pid = a.pid
     tool = Lathist("runq", "-p", str(pid), "--per-process", "-f", "json").start()
     a.stdin.write(b"\n")
@@ -496,7 +497,7 @@ def test_reused_pid_is_not_traced():
     for _ in range(100):	# another fork may take the pid first: try again
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
             f.write(str(pid - 1))
-        b = subprocess.Popen(["python3", "-c", sleeper % 300], stdin=subprocess.PIPE)
+        b = subprocess.Popen([sys.executable, "-c", sleeper % 300], stdin=subprocess.PIPE)
         if b.pid == pid:
             break
         b.kill()
