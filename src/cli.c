@@ -250,6 +250,10 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 		o->output = NULL;
 		return 0;
 	}
+	if (!arg[0]) {
+		lh_usage_error(tool, "-o '': empty; give a file path, or - for standard output");
+		return -EINVAL;
+	}
 	err = lh_output_check(arg);
 	if (!err) {
 		o->output = arg;
@@ -264,6 +268,9 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 	else if (err == -EMLINK)
 		lh_usage_error(tool, "-o '%s': has other hard links, whose content would change "
 			       "too; give a file with one name", arg);
+	else if (err == -EROFS)
+		lh_usage_error(tool, "-o '%s': its folder takes no new file (read-only, or /proc or "
+			       "/sys); give a file in a writable folder", arg);
 	else
 		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
 			       "folder", arg, strerror(-err));
@@ -414,7 +421,15 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			lh_usage_error(tool, "--slower-than given twice; give one threshold");
 			return -EINVAL;
 		}
-		if (lh_parse_duration(arg, true, &o->slower_than_ns)) {
+		err = lh_parse_duration(arg, true, &o->slower_than_ns);
+		if (err == -ERANGE || (!err && o->slower_than_ns >= 3600ULL * 1000000000ULL)) {
+			/* a wait over an hour is a broken pairing (absurd_delta), never recorded */
+			o->slower_than_ns = UINT64_MAX;
+			lh_usage_error(tool, "--slower-than '%s': too long; give less than 1 hour (waits "
+				       "longer than that are counted as absurd_delta)", arg);
+			return -EINVAL;
+		}
+		if (err) {
 			o->slower_than_ns = UINT64_MAX;
 			lh_usage_error(tool, "--slower-than '%s': not a duration; give e.g. 10ms, 250us, "
 				       "2s (ns, us, ms, s; a bare number is seconds) or 0 for every "

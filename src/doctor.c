@@ -127,6 +127,7 @@ static void check_sysctls(struct doctor *d)
 	long stats = read_long("/proc/sys/kernel/bpf_stats_enabled", -100);
 	char lock[128] = "";
 	FILE *f = fopen("/sys/kernel/security/lockdown", "r");
+	struct statfs sfs;
 
 	say(d, "perf_event_paranoid", ST_INFO, "%ld (CAP_PERFMON or root is not limited by it)",
 	    paranoid);
@@ -144,8 +145,13 @@ static void check_sysctls(struct doctor *d)
 		say(d, "lockdown", ST_DENIED, "%s: the kernel refuses BPF reads of kernel memory; "
 		    "lathist cannot run (boot with lockdown=integrity or none)", lock);
 		d->runq_ok = d->bio_ok = false;
-	} else {
+	} else if (f || (!statfs("/sys/kernel/security", &sfs) &&
+			 sfs.f_type == SECURITYFS_MAGIC)) {
 		say(d, "lockdown", ST_OK, "%s", lock[0] ? lock : "no lockdown LSM");
+	} else {	/* securityfs not mounted: nothing tells */
+		say(d, "lockdown", ST_INFO, "unknown: securityfs is not mounted (mount -t "
+		    "securityfs none /sys/kernel/security to see it); confidentiality mode would "
+		    "stop lathist");
 	}
 }
 
@@ -244,6 +250,31 @@ static void check_map_type(struct doctor *d, const char *name, enum bpf_map_type
 		say(d, name, r == 1 ? ST_OK : absent, "%s", r == 1 ? have : lack);
 }
 
+/* The end-of-run sweeps: runq's task iterators, bio's bpf_for_each_map_elem.
+ * A kernel may refuse one (this VM kind refuses map iterators): the tools run
+ * without it and say NOT CHECKED. */
+static void check_sweeps(struct doctor *d)
+{
+	int r;
+
+	if (!d->privileged) {
+		say(d, "sweeps", ST_DENIED, "cannot check without CAP_BPF");
+		return;
+	}
+	r = lh_probe_iter("task");
+	if (r)
+		say(d, "runq sweeps", ST_INFO, "a task iterator does not load (%s): runq runs "
+		    "without its start and end sweeps, and says NOT CHECKED", strerror(-r));
+	else
+		say(d, "runq sweeps", ST_OK, "task iterators load: the start and end sweeps run");
+	r = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_for_each_map_elem,
+				    NULL);
+	say(d, "bio sweep", r == 1 ? ST_OK : ST_INFO, "%s", r == 1 ?
+	    "bpf_for_each_map_elem: the end-of-run sweep of requests in flight runs" :
+	    "no bpf_for_each_map_elem (5.13+): bio runs without its end-of-run sweep, and says "
+	    "NOT CHECKED");
+}
+
 static void check_maps(struct doctor *d)
 {
 	check_map_type(d, "task storage", BPF_MAP_TYPE_TASK_STORAGE, ST_INFO,
@@ -253,6 +284,7 @@ static void check_maps(struct doctor *d)
 	check_map_type(d, "ring buffer", BPF_MAP_TYPE_RINGBUF, ST_MISSING,
 		       "BPF ring buffer: --slower-than records work",
 		       "no BPF ring buffer (5.8+): --slower-than cannot run; histograms still do");
+	check_sweeps(d);
 }
 
 /* Which perf events can be opened on CPU 0 (each opened and closed at once). */

@@ -248,6 +248,35 @@ static bool hist_seen(struct merge *m, size_t i)
 	return false;
 }
 
+/*
+ * Can count events in h's slots, the largest max, add up to sum (ns)? An
+ * event in a slot (lo, hi] of units of u ns took at least lo*u ns and less
+ * than (hi+1)*u (lh_slot: ns / u, floored); none took more than max, and the
+ * largest took max: sum >= max, sum <= count * max. Empty: all three are 0.
+ */
+static bool sum_fits(const struct lh_hist *h, const struct lh_scheme *sc, uint64_t count,
+		     uint64_t sum, uint64_t max)
+{
+	unsigned __int128 low = 0, high = 0;
+	bool bounded = true;
+
+	if (!count)
+		return !sum && !max;
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		uint64_t hi = lh_slot_hi(i, sc->precision);
+
+		if (!h->slots[i])
+			continue;
+		low += (unsigned __int128)h->slots[i] * lh_slot_lo(i, sc->precision) * sc->unit_ns;
+		if (hi == UINT64_MAX)
+			bounded = false;
+		else
+			high += (unsigned __int128)h->slots[i] * (hi + 1) * sc->unit_ns;
+	}
+	return sum >= max && (unsigned __int128)sum <= (unsigned __int128)count * max &&
+	       sum >= low && (!bounded || sum <= high);
+}
+
 static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
 	const struct lh_scheme *sc = &m->r.meta.scheme;
@@ -307,6 +336,11 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad(m, "histogram %s: slots add up to %" PRIu64 ", count says %" PRIu64,
 			   name, total, count);
 	}
+	if (!sum_fits(tmp, sc, count, sum, max)) {
+		lh_hist_free(tmp);
+		return bad(m, "histogram %s: sum_ns %" PRIu64 " does not fit its slots and max_ns %"
+			   PRIu64 " (the events it counts cannot add up to it)", name, sum, max);
+	}
 	tmp->count = count;
 	tmp->sum_ns = sum;
 	tmp->max_ns = max;
@@ -341,6 +375,37 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		lh_heatmap_add(m->heat, m->ndocs - 1, tmp);
 	lh_hist_free(tmp);
 	return err;
+}
+
+/* A grouping the tool writes: runq one of total, process, thread, cpu; bio
+ * total, or process, disk, op joined by commas in that order. */
+static bool grouping_known(const char *tool, const char *g)
+{
+	static const char *const runq[] = { "total", "process", "thread", "cpu" };
+	static const char *const bio[] = { "process", "disk", "op" };
+	size_t next = 0;
+
+	if (!strcmp(g, "total"))
+		return true;
+	if (!strcmp(tool, "runq")) {
+		for (size_t i = 0; i < sizeof(runq) / sizeof(runq[0]); i++)
+			if (!strcmp(g, runq[i]))
+				return true;
+		return false;
+	}
+	while (*g) {
+		size_t n = strcspn(g, ",");
+
+		while (next < 3 && (strlen(bio[next]) != n || strncmp(g, bio[next], n)))
+			next++;
+		if (next == 3)
+			return false;
+		next++;
+		g += n;
+		if (*g == ',' && *++g == 0)
+			return false;	/* a trailing comma */
+	}
+	return true;
 }
 
 /* First document: the tool, scheme and metadata every later one must match. */
@@ -398,9 +463,8 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 		mt->nattach++;
 	}
 	mt->ncpus = 0;
-	for (char *c = m->grouping; *c; c++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyz", *c))
-			return bad(m, "meta.grouping is not a grouping name");
+	if (!grouping_known(m->tool, m->grouping))
+		return bad(m, "meta.grouping '%s' is not a %s grouping", m->grouping, m->tool);
 	m->have = true;
 	return 0;
 }

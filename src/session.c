@@ -42,7 +42,11 @@ static void on_signal(int sig)
 void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
 		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	/* SA_RESTART: a write blocked on a full pipe when Ctrl-C comes goes on (it
+	 * failed with EINTR); the waits (clock_nanosleep, epoll_wait) still return.
+	 * SA_RESETHAND: a second Ctrl-C ends lathist at once (a reader that never
+	 * reads would otherwise hold it) */
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART | SA_RESETHAND };
 	struct lh_meta *m = &s->report.meta;
 	struct utsname u;
 

@@ -162,8 +162,10 @@ int lh_load_first(const char *tool, const struct lh_common_opts *o,
 		}
 		*value_size = ops->configure(*skel, ctx, types[i]);
 		err = (o->test_reject & (1U << types[i])) ? -EINVAL : ops->load(*skel);
-		/* no BTF, no CO-RE: another attach type would fail the same way */
-		if (!err || err == -EPERM || i + 1 == n ||
+		/* EPERM without the privileges, or no kernel BTF (no CO-RE): another
+		 * attach type would fail the same way */
+		if (!err || i + 1 == n ||
+		    (err == -EPERM && lh_check_privileges(why, sizeof(why))) ||
 		    (err == -ESRCH && kernel_btf_why(why, sizeof(why))))
 			break;
 		fprintf(stderr, "lathist %s: the %s programs did not load (%s%s); trying %s\n",
@@ -187,8 +189,14 @@ void lh_load_error(const char *tool, int err, bool verbose)
 			why = strerror(-err);
 		break;
 	case EPERM:
-		why = "operation not permitted: needs root (CAP_BPF, CAP_PERFMON) and no lockdown "
-		      "forbidding BPF (see /sys/kernel/security/lockdown)";
+		if (!lh_check_privileges(buf, sizeof(buf)))	/* privileged: not that */
+			why = "the kernel refused a program (EPERM) although lathist has CAP_BPF "
+			      "and CAP_PERFMON: a kernel restriction (lockdown, an LSM, a program "
+			      "type this kernel forbids); -v names the program, lathist doctor "
+			      "lists what loads";
+		else
+			why = "operation not permitted: needs root (CAP_BPF, CAP_PERFMON) and no "
+			      "lockdown forbidding BPF (see /sys/kernel/security/lockdown)";
 		break;
 	case EACCES:
 	case EINVAL:

@@ -179,7 +179,8 @@ int lh_output_check(const char *path)
 		return -ENOTDIR;
 	if (access(dir, W_OK))
 		return -errno;
-	return probe_create(dir);
+	/* a folder that takes no new file (/proc, /sys): its own errno says little */
+	return probe_create(dir) ? -EROFS : 0;
 }
 
 /* Mode and owner for the new file: the old file's, or 0666 less the umask. */

@@ -37,6 +37,14 @@ def test_doctor_as_root():
         ev = name.split(" ", 1)[1]
         rc, _, err = run("runq", "--counters", ev, "-d", "0.1")
         check((rc == 0) == (c["status"] == "ok"), f"{name}: doctor {c['status']}, runq rc {rc}")
+    # the sweeps it calls loadable load: runq and bio then say nothing NOT CHECKED
+    for name, verb in (("runq sweeps", "runq"), ("bio sweep", "bio")):
+        rc, out, err = run(verb, "-d", "0.2", "-f", "json")
+        check((checks[name]["status"] == "ok") == (json.loads(out)["meta"]["unchecked"] is None),
+              f"{name}: doctor {checks[name]}, {verb}: {json.loads(out)['meta']['unchecked']}")
+    # lockdown: read from securityfs; without it, "unknown", never "no lockdown"
+    mounted = any(l.split()[2] == "securityfs" for l in open("/proc/mounts"))
+    check(mounted or checks["lockdown"]["detail"].startswith("unknown"), checks["lockdown"])
     check(read_sysctl("bpf_stats_enabled") == stats, "doctor changed a sysctl")
     rc, out, err = run("doctor", "-f", "yaml")
     check(rc == 2 and "-f 'yaml'" in err, err)

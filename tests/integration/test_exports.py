@@ -343,6 +343,16 @@ def test_report_merges_by_addition():
         rc, out, err = report(paths[0], bios[0])
         check(rc == 1 and "merge the runs of one tool" in err and "give a file" not in err and
               len(err.splitlines()) == 1, err)
+        # bio grouped several ways ("process,disk,op") reads back and merges (it was
+        # refused: a comma is not a letter)
+        grouped = []
+        for i in range(2):
+            grouped.append(os.path.join(tmp, f"g{i}.json"))
+            rc, _, err = run("bio", "-f", "json", "-d", "0.2", "--per-process", "--per-disk",
+                             "--per-op", "-o", grouped[-1])
+            check(rc == 0, err)
+        rc, out, err = report("-f", "json", *grouped)
+        check(rc == 0 and json.loads(out)["meta"]["grouping"] == "process,disk,op", err)
 
 
 def test_report_refuses_bad_files():
@@ -405,6 +415,11 @@ def test_report_refuses_bad_files():
             missed_wait=0, unchecked_start=0, prog_missed=7)),
         "gap without its CPUs": mutate(lambda d: (d["loss"].pop("missed_switch_per_cpu", None),
                                                   d["loss"].update(missed_switch=5))),
+        # a sum the counted events cannot add up to (mean 0 next to a max)
+        "sum below the slots": mutate(lambda d: d["histograms"][0].update(sum_ns=0)),
+        "sum above count x max": mutate(lambda d: d["histograms"][0].update(
+            sum_ns=d["histograms"][0]["count"] * d["histograms"][0]["max_ns"] + 1)),
+        "grouping": mutate(lambda d: d["meta"].update(grouping="thread,cpu")),
     }
     # a total (not per process/thread) document charges no key
     rc, out, err = run("runq", "-f", "json", "-d", "0.2")
