@@ -252,10 +252,23 @@ struct bio_attach_plan {
 	int sweep_err;		/* the end sweep (a map iterator) cannot load: -errno */
 };
 
+#define BIO_MAX_UNSEEN 16
+
+/* A bio-based device with no disk beneath it (zram, brd, pmem): its I/O never
+ * becomes a request, so no request tracepoint shows it. Its completed I/Os
+ * (/sys/block/DEV/stat reads + writes) at the start, to tell what it did. */
+struct unseen_dev {
+	char name[32];
+	uint64_t ios0;
+};
+
 struct bio_ctx {
 	struct bio_opts *o;
 	struct bio_bpf *skel;
 	struct bio_attach_plan plan;	/* of the attach type being loaded */
+	struct unseen_dev unseen[BIO_MAX_UNSEEN];
+	int nunseen;
+	char unchecked[300];		/* meta.unchecked as the load left it */
 };
 
 static void grouping_name(unsigned int g, char *buf, size_t len)
@@ -432,9 +445,76 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 	return err;
 }
 
+/* Completed I/Os of a device (/sys/block/DEV/stat: reads and writes); -1 if unreadable. */
+static int64_t dev_ios(const char *name)
+{
+	char path[PATH_MAX];
+	unsigned long long r, w;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %*u %*u %*u %llu", &r, &w);
+	fclose(f);
+	return n == 2 ? (int64_t)(r + w) : -1;
+}
+
+/* The bio-based devices with nothing beneath (unseen_dev), and their I/Os now. */
+static void unseen_start(struct bio_ctx *x)
+{
+	struct dirent *e;
+	DIR *d = opendir("/sys/block");
+	int64_t ios;
+
+	while (d && (e = readdir(d)) && x->nunseen < BIO_MAX_UNSEEN) {
+		char parent[NAME_MAX + 1], beneath[256];
+		struct unseen_dev *u = &x->unseen[x->nunseen];
+
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(u->name) ||
+		    disk_traceable(e->d_name, parent, sizeof(parent), beneath,
+				   sizeof(beneath)) != -ENOTBLK || beneath[0] ||
+		    (ios = dev_ios(e->d_name)) < 0)
+			continue;
+		memcpy(u->name, e->d_name, strlen(e->d_name) + 1);
+		u->ios0 = (uint64_t)ios;
+		x->nunseen++;
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * meta.unchecked: what the load left there, and the bio-based devices that
+ * did I/O since the start (not under --disk, which names one request-based
+ * disk): never "no loss" over I/O no tracepoint could show.
+ */
+static void unseen_say(struct lh_session *s, struct bio_ctx *x)
+{
+	char list[160] = "";
+	size_t used = 0;
+
+	for (int i = 0; i < x->nunseen && !x->o->disk[0] && used < sizeof(list); i++) {
+		int64_t now = dev_ios(x->unseen[i].name);
+
+		if (now > (int64_t)x->unseen[i].ios0)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s %lld I/Os",
+						 used ? ", " : "", x->unseen[i].name,
+						 (long long)(now - (int64_t)x->unseen[i].ios0));
+	}
+	snprintf(s->report.meta.unchecked, sizeof(s->report.meta.unchecked), "%s%s%s%s",
+		 x->unchecked, x->unchecked[0] && list[0] ? "; " : "", list[0] ?
+		 "bio-based devices did I/O that never becomes a request, so no tracepoint "
+		 "shows it: " : "", list);
+}
+
 static int read_hists(struct lh_session *s, uint32_t buf)
 {
 	struct bio_ctx *x = s->tool;
+
+	unseen_say(s, x);
 
 	return lh_read_keyed(s, bpf_map__fd(x->skel->maps.bio_hist), sizeof(struct bio_hist_key),
 			     offsetof(struct bio_hist_key, buf), buf, add_keyed);
@@ -573,12 +653,14 @@ int bio_main(int argc, char **argv)
 		return LH_EXIT_RUNTIME;
 	x.skel = skel;
 	meta_attach(&s.report.meta, &x.plan);
+	/* meta.unchecked from each read on: this, and the I/O no tracepoint showed */
 	if (type != LH_ATTACH_TRACEPOINT && x.plan.sweep_err)
-		snprintf(s.report.meta.unchecked, sizeof(s.report.meta.unchecked),
+		snprintf(x.unchecked, sizeof(x.unchecked),
 			 "the end-of-run sweep cannot run here (%s), so a request whose completion "
 			 "no event showed and whose struct was not reused is not counted "
 			 "(missed_completion)", x.plan.sweep_err == -EOPNOTSUPP ?
 			 "bpf_for_each_map_elem, 5.13+, is missing" : strerror(-x.plan.sweep_err));
+	unseen_start(&x);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
 	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));

@@ -261,7 +261,9 @@ static void print_losses(FILE *f, const struct lh_report *r)
 		fputs("no loss: every paired event is in the histograms", f);
 		fputs(r->records.on ? ", every eligible event has a record" : "", f);
 		fputs(lh_counters_gaps(v) ? " (the kernel gap above cost no traced event that "
-		      "lathist could tell)\n" : "\n", f);
+		      "lathist could tell)" : "", f);
+		fputs(r->meta.unchecked[0] ? "; but see NOT CHECKED above: what it names was not "
+		      "seen\n" : "\n", f);
 		return;
 	}
 	fprintf(f, "WARNING: %" PRIu64 " loss%s counted: ", lh_counters_lost(v),

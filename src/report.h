@@ -107,7 +107,7 @@ struct lh_meta {
 	bool anonymized;		/* ids, names and host are salted hashes */
 	uint64_t filter_exit_realtime_ns;	/* -p/-t task seen gone (CLOCK_REALTIME;
 					 * to within 250 ms), 0 if not */
-	char unchecked[256];		/* what this kernel kept lathist from checking
+	char unchecked[512];		/* what this kernel kept lathist from checking
 					 * (a sweep that could not load), "" if none */
 	const struct lh_part *parts;	/* a merge (lathist report): what it covers */
 	size_t nparts;

@@ -2,6 +2,7 @@
 that issues a known number of O_DIRECT requests of known sizes, on loop devices, with
 each scheduler the kernel offers, on every attach path."""
 import json
+import mmap
 import os
 import subprocess
 import time
@@ -178,6 +179,35 @@ def test_partitions_and_bio_based_devices_refused():
     rc, out, err = run("bio", "-d", "0.2", "--disk", bio_based[0])
     check(rc == 2 and "bio-based device" in err and len(err.strip().splitlines()) == 1,
           f"{bio_based[0]}: rc {rc}, {err!r}")
+
+
+def test_io_no_tracepoint_shows_is_said():
+    """I/O to a bio-based device with nothing beneath it (a zram device of its own) never
+    becomes a request: the run says which device did how many I/Os, in the text and in
+    meta.unchecked, instead of a bare "no loss" (before: nothing said)."""
+    with open("/sys/class/zram-control/hot_add") as f:
+        n = int(f.read())
+    dev = f"zram{n}"
+    try:
+        with open(f"/sys/block/{dev}/disksize", "w") as f:
+            f.write("16M")
+        tool = Lathist("bio", "-f", "json").start()
+        fd = os.open(f"/dev/{dev}", os.O_WRONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 4096)
+        for i in range(50):
+            os.pwritev(fd, [buf], i * 4096)
+        os.close(fd)
+        rc, out, err = tool.stop()
+        unchecked = json.loads(out)["meta"]["unchecked"] or ""
+        check(rc == 0 and f"{dev} 50 I/Os" in unchecked and "bio-based" in unchecked,
+              f"meta.unchecked {unchecked!r}")
+        rc, out, err = run("bio", "-d", "0.3")
+        check(rc == 0 and f"{dev}" not in out, "a device that did no I/O was named")
+    finally:
+        with open(f"/sys/block/{dev}/reset", "w") as f:
+            f.write("1")
+        with open("/sys/class/zram-control/hot_remove", "w") as f:
+            f.write(str(n))
 
 
 def test_buffered_writes_go_to_the_flusher():
