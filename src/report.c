@@ -7,20 +7,28 @@
 #include "pmu_user.h"
 #include "report.h"
 
+/* The task a key names: its ids, then its start time (0s in a CPU's key). */
+static int task_cmp(const struct lh_key *a, const struct lh_key *b)
+{
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->birth_ns != b->birth_ns)
+		return a->birth_ns < b->birth_ns ? -1 : 1;
+	return 0;
+}
+
 static int key_cmp(const struct lh_key *a, const struct lh_key *b)
 {
 	int c;
 
 	if (a->fields != b->fields)
 		return a->fields < b->fields ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
+	if ((c = task_cmp(a, b)))
+		return c;
 	if (a->cpu != b->cpu)
 		return a->cpu < b->cpu ? -1 : 1;
-	if (a->birth_ns != b->birth_ns)
-		return a->birth_ns < b->birth_ns ? -1 : 1;
 	if ((c = strcmp(a->disk, b->disk)))
 		return c;
 	if ((c = strcmp(a->op, b->op)))
@@ -98,13 +106,10 @@ static int named_cmp(const void *pa, const void *pb)
 {
 	const struct named *a = pa, *b = pb;
 	const struct lh_key *x = a->key, *y = b->key;
+	int c = task_cmp(x, y);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->birth_ns != y->birth_ns)
-		return x->birth_ns < y->birth_ns ? -1 : 1;
+	if (c)
+		return c;
 	if (!x->comm[0] != !y->comm[0])		/* a named one first */
 		return x->comm[0] ? -1 : 1;
 	return a->at < b->at ? -1 : a->at > b->at;
@@ -125,8 +130,7 @@ static void unify_names(struct lh_report *r)
 			v[n++] = (struct named){ &r->pmu[i].key, UINT64_MAX };
 	qsort(v, n, sizeof(*v), named_cmp);
 	for (size_t a = 0, b; a < n; a = b) {
-		for (b = a + 1; b < n && v[b].key->pid == v[a].key->pid &&
-		     v[b].key->tid == v[a].key->tid && v[b].key->birth_ns == v[a].key->birth_ns; b++)
+		for (b = a + 1; b < n && !task_cmp(v[b].key, v[a].key); b++)
 			memcpy(v[b].key->comm, v[a].key->comm, sizeof(v[a].key->comm));
 	}
 	free(v);
