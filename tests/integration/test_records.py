@@ -68,9 +68,10 @@ def test_flooded_ring_buffer_counts_every_drop():
     total = {}
     for d in docs:
         for tid, t in by_id(per_task(d)).items():
-            total.setdefault(tid, {"count": 0, "sum_ns": 0})
+            total.setdefault(tid, {"count": 0, "sum_ns": 0, "max_ns": 0})
             total[tid]["count"] += t["count"]
             total[tid]["sum_ns"] += t["sum_ns"]
+            total[tid]["max_ns"] = max(total[tid]["max_ns"], t["max_ns"])
     lost = {"loss": {"lost": sum(d["loss"]["lost_from_histograms"] for d in docs)}}
     check_schedstat(rows, total, ("spinner", "sleeper"), LossBudget(lost))
 

@@ -57,7 +57,8 @@ class LossBudget:
 
 
 def check_schedstat(rows, tasks, roles, budget):
-    """Per-thread counts and sums against schedstat; returns (sum lathist, sum run_delay)."""
+    """Per-thread counts and sums against schedstat; returns (sum lathist, sum run_delay),
+    lathist's without the waits that came after a thread's reading."""
     total_tool = total_kernel = 0
     for r in rows:
         if r["role"] not in roles:
@@ -65,14 +66,21 @@ def check_schedstat(rows, tasks, roles, budget):
         t = tasks.get(r["tid"])
         check(t is not None, f"thread {r['tid']} ({r['role']}) has no histogram")
         budget.check(t["count"], r["pcount"], f"tid {r['tid']} {r['role']}")
+        # the waits counted beyond pcount came after the thread read its schedstat (at
+        # most COUNT_SLACK): their length is not in run_delay, and none is longer than
+        # the histograms' max (under load a last preemption wait took 13 s here)
+        after = max(0, t["count"] - r["pcount"]) * t["max_ns"]
         excess = t["sum_ns"] - r["run_delay_ns"]
-        check(excess <= r["pcount"] * PER_WAIT_BOUND_NS + 2_000_000,
+        check(excess <= r["pcount"] * PER_WAIT_BOUND_NS + 2_000_000 + after,
               f"tid {r['tid']} {r['role']}: sum {t['sum_ns']} ns exceeds run_delay "
-              f"{r['run_delay_ns']} ns by more than pcount x 50 us")
+              f"{r['run_delay_ns']} ns by more than pcount x 50 us (+ {after} ns for "
+              f"{t['count'] - r['pcount']} waits after its reading)")
         check(t["sum_ns"] >= 0.95 * r["run_delay_ns"] - 2_000_000,
               f"tid {r['tid']} {r['role']}: sum {t['sum_ns']} ns far below run_delay "
               f"{r['run_delay_ns']} ns")
-        total_tool += t["sum_ns"]
+        # in the totals, the waits after the reading are left out (as much of them as
+        # the sum runs over run_delay, at most `after`)
+        total_tool += t["sum_ns"] - min(after, max(0, excess))
         total_kernel += r["run_delay_ns"]
     return total_tool, total_kernel
 
