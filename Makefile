@@ -19,7 +19,8 @@ PYTHON ?= /usr/bin/python3
 
 TOOLS := runq bio
 LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/render_csv.c src/render_openmetrics.c src/session.c \
-	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c src/pmu.c src/report_cmd.c src/heatmap.c src/anonymize.c src/doctor.c
+	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c src/pmu.c src/report_cmd.c src/heatmap.c src/anonymize.c src/doctor.c \
+	src/registry.c
 TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
 
 CFLAGS ?= -O2 -g

@@ -15,6 +15,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "lathist.bpf.h"
+#include "core_fixes.bpf.h"
 #include "bio.h"
 
 const volatile __u32 group;		/* enum bio_group bits */
@@ -42,24 +43,11 @@ struct {
 	__uint(value_size, BIO_NR_HISTS * (sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0)));
 } bio_hist SEC(".maps");
 
-/* 5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request")
- * moved the disk to rq->q->disk. */
-struct request___pre517 {
-	struct gendisk *rq_disk;
-} __attribute__((preserve_access_index));
-
 /* kernel dev_t of the request's disk; direct BTF loads on tp_btf */
 static __always_inline __u32 rq_dev(struct request *rq, bool btf)
 {
-	struct request___pre517 *old = (void *)rq;
-	struct gendisk *disk;
+	struct gendisk *disk = request_disk(rq, btf);
 
-	if (bpf_core_field_exists(old->rq_disk))
-		disk = TREAD(btf, old, rq_disk);
-	else if (btf)
-		disk = rq->q->disk;
-	else
-		disk = BPF_CORE_READ(rq, q, disk);
 	if (!disk)
 		return 0;
 	return ((__u32)TREAD(btf, disk, major) << 20) | (__u32)TREAD(btf, disk, first_minor);
@@ -667,9 +655,10 @@ int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
 	return LH_TP_KEEP;
 }
 
-static __always_inline void tp_complete(struct trace_event_raw_block_rq_completion *ctx)
+static __always_inline void tp_complete(void *ctx)
 {
 	struct bio_tp_key k = {}, rest;
+	struct rq_complete_rec rec;
 	struct bio_req *r;
 	__u32 buf, nr_bytes;
 	__u64 sector;
@@ -677,25 +666,26 @@ static __always_inline void tp_complete(struct trace_event_raw_block_rq_completi
 
 	if (!c)
 		return;
+	rq_complete_read(ctx, &rec);	/* core_fixes.bpf.h: the record's name before 5.18 */
 	/* block_rq_complete records blk_rq_pos(), where block_rq_issue and _insert
 	 * record blk_rq_trace_sector(): 0 for a request without a start sector (-1,
 	 * e.g. a flush) */
-	sector = ctx->sector;
+	sector = rec.sector;
 	if (sector == ~0ULL)
 		sector = 0;
-	tp_key(&k, ctx->dev, sector, ctx->rwbs[0], ctx->rwbs[1]);
-	nr_bytes = ctx->nr_sector << 9;		/* the record holds nr_bytes >> 9 */
+	tp_key(&k, rec.dev, sector, rec.rwbs0, rec.rwbs1);
+	nr_bytes = rec.nr_sector << 9;		/* the record holds nr_bytes >> 9 */
 	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
 	if (!r) {
 		end_unknown(c, k.dev, nr_bytes);
 		return;
 	}
 	/* a chunk under one sector (nr_sector 0) cannot move the key: the last one */
-	if (r->issued_ns && ctx->nr_sector && r->done_bytes + nr_bytes < r->bytes) {
+	if (r->issued_ns && rec.nr_sector && r->done_bytes + nr_bytes < r->bytes) {
 		/* the rest of the request now starts after what completed */
 		r->done_bytes += nr_bytes;
 		rest = k;
-		rest.sector += ctx->nr_sector;
+		rest.sector += rec.nr_sector;
 		tp_move(&k, r, &rest, c);
 		c->v[LH_EV_BIO_PARTIAL]++;
 		return;
@@ -705,7 +695,7 @@ static __always_inline void tp_complete(struct trace_event_raw_block_rq_completi
 }
 
 SEC("tracepoint/block/block_rq_complete")
-int bio_complete_tp(struct trace_event_raw_block_rq_completion *ctx)
+int bio_complete_tp(void *ctx)
 {
 	tp_complete(ctx);
 	return LH_TP_KEEP;

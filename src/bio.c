@@ -24,6 +24,7 @@
 #include "bpfcommon.h"
 #include "session.h"
 #include "tool.h"
+#include "registry.h"
 #include "util.h"
 
 #define TOOL "bio"
@@ -621,7 +622,8 @@ static void sweep(struct lh_session *s, bool last)
 			strerror(-err));
 }
 
-int bio_main(int argc, char **argv)
+/* lathist bio: its registry descriptor's entry point (argv[0] is the verb). */
+static int bio_main(int argc, char **argv)
 {
 	struct bio_opts o;
 	struct bio_ctx x = { .o = &o };
@@ -668,3 +670,38 @@ int bio_main(int argc, char **argv)
 	bio_bpf__destroy(x.skel);
 	return err;
 }
+
+static const char *const bio_groupings[] = { "process", "disk", "op", NULL };
+
+static const struct lh_tool_tp bio_tps[] = {
+	{ "block/block_io_start", false, 1, "bio: request creation (6.5+; else block_rq_insert)" },
+	{ "block/block_rq_insert", false, 1, "bio: request creation before 6.5" },
+	{ "block/block_rq_issue", true, 0, "bio: requests reaching the driver" },
+	{ "block/block_rq_complete", true, 0, "bio: completions" },
+	{ "block/block_rq_merge", false, 0, "bio: merged requests (else seen as reuse)" },
+	{ "block/block_bio_frontmerge", false, 0, "bio on tracepoints: requests whose start "
+	  "sector moves" },
+};
+
+/* bio's registry descriptor (src/registry.h). */
+const struct lh_tool_desc bio_tool = {
+	.name = "bio",
+	.summary = "block I/O latency: queue and device time, per process, disk, op",
+	.main = bio_main,
+	.bit = LH_TOOL_BIO,
+	.kinds = bio_kinds,
+	.nkinds = BIO_NR_HISTS,
+	.has_bytes = true,
+	.bytes_hist = "total",
+	.bytes_help = "Bytes of the requests completed (taken at issue).",
+	.groupings = bio_groupings,
+	.groupings_combine = true,
+	.om_label = "stage",
+	.om_help = "Block I/O latency per request by stage: queue (created to issued), device "
+		   "(issued to completed), total; buckets hold lo < v <= le.",
+	.tps = bio_tps,
+	.ntps = sizeof(bio_tps) / sizeof(bio_tps[0]),
+	.any_of_check = "bio queue stage",
+	.any_of_missing = "neither block_io_start nor block_rq_insert: bio measures device "
+			  "time only",
+};

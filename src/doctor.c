@@ -22,6 +22,7 @@
 #include "bpfcommon.h"
 #include "cli.h"
 #include "pmu_user.h"
+#include "registry.h"
 #include "tool.h"
 
 #define TOOL "doctor"
@@ -32,7 +33,7 @@ static const char *const status_names[] = { "ok", "info", "missing", "denied" };
 struct doctor {
 	bool json;
 	json_object *checks;
-	bool runq_ok, bio_ok;
+	unsigned int cannot;		/* lh_tool_bit of each registry tool that cannot run */
 	bool privileged;		/* enough capabilities to load and probe */
 };
 
@@ -78,7 +79,7 @@ static void check_caps(struct doctor *d)
 
 	if (err) {
 		say(d, "capabilities", ST_DENIED, "cannot read them: %s", strerror(-err));
-		d->runq_ok = d->bio_ok = false;
+		d->cannot = LH_TOOL_ALL;
 		return;
 	}
 	d->privileged = !lh_caps_verdict(&c, msg, sizeof(msg));
@@ -86,7 +87,7 @@ static void check_caps(struct doctor *d)
 		say(d, "capabilities", ST_DENIED, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s: "
 		    "lathist %s", c.bpf ? "yes" : "no", c.perfmon ? "yes" : "no",
 		    c.admin ? "yes" : "no", msg);
-		d->runq_ok = d->bio_ok = false;
+		d->cannot = LH_TOOL_ALL;
 	} else {
 		say(d, "capabilities", ST_OK, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s",
 		    c.bpf ? "yes" : "no", c.perfmon ? "yes" : "no", c.admin ? "yes" : "no");
@@ -99,7 +100,7 @@ static void check_btf(struct doctor *d)
 
 	if (lh_check_btf(msg, sizeof(msg))) {
 		say(d, "btf", ST_MISSING, "%s; no lathist verb can run", msg);
-		d->runq_ok = d->bio_ok = false;
+		d->cannot = LH_TOOL_ALL;
 	} else {
 		say(d, "btf", ST_OK, "/sys/kernel/btf/vmlinux: CO-RE relocations and tp_btf work");
 	}
@@ -144,7 +145,7 @@ static void check_sysctls(struct doctor *d)
 	if (strstr(lock, "[confidentiality]")) {
 		say(d, "lockdown", ST_DENIED, "%s: the kernel refuses BPF reads of kernel memory; "
 		    "lathist cannot run (boot with lockdown=integrity or none)", lock);
-		d->runq_ok = d->bio_ok = false;
+		d->cannot = LH_TOOL_ALL;
 	} else if (f || (!statfs("/sys/kernel/security", &sfs) &&
 			 sfs.f_type == SECURITYFS_MAGIC)) {
 		say(d, "lockdown", ST_OK, "%s", lock[0] ? lock : "no lockdown LSM");
@@ -159,56 +160,46 @@ static void check_sysctls(struct doctor *d)
  * (classic tracepoints), or neither. */
 static void check_tracepoints(struct doctor *d)
 {
-	static const struct { const char *tp; int tool; bool needed; const char *why; } tps[] = {
-		{ "sched/sched_wakeup", 1, true, "runq: wakeups" },
-		{ "sched/sched_wakeup_new", 1, true, "runq: new tasks' first wakeup" },
-		{ "sched/sched_switch", 1, true, "runq: switches (waits end, preemptions start)" },
-		{ "sched/sched_process_exit", 1, false, "runq: stale starts of exiting tasks" },
-		{ "block/block_io_start", 2, false, "bio: request creation (6.5+; else block_rq_insert)" },
-		{ "block/block_rq_insert", 2, false, "bio: request creation before 6.5" },
-		{ "block/block_rq_issue", 2, true, "bio: requests reaching the driver" },
-		{ "block/block_rq_complete", 2, true, "bio: completions" },
-		{ "block/block_rq_merge", 2, false, "bio: merged requests (else seen as reuse)" },
-		{ "block/block_bio_frontmerge", 2, false, "bio on tracepoints: requests whose start "
-		  "sector moves" },
-	};
-	bool created = false;
+	for (int k = 0; lh_tools[k]; k++) {
+		const struct lh_tool_desc *t = lh_tools[k];
+		bool any = false, has_any = false;
 
-	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		const char *tp = strchr(tps[i].tp, '/') + 1;
-		bool tracefs = lh_tracefs_has(tps[i].tp);
-		int n = lh_tp_nargs(tp);
-		char name[40], classic[48], whybuf[160];
+		for (int i = 0; i < t->ntps; i++) {
+			const struct lh_tool_tp *e = &t->tps[i];
+			const char *tp = strchr(e->event, '/') + 1;
+			bool tracefs = lh_tracefs_has(e->event);
+			int n = lh_tp_nargs(tp);
+			char name[40], classic[48], whybuf[160];
+			const char *why = tracefs ? NULL :
+					  lh_tracefs_why(e->event, whybuf, sizeof(whybuf));
 
-		snprintf(name, sizeof(name), "tp %s", tp);
-		const char *why = tracefs ? NULL : lh_tracefs_why(tps[i].tp, whybuf, sizeof(whybuf));
-
-		snprintf(classic, sizeof(classic), "tracepoint %s", !why ? "yes" :
-			 strstr(why, "cannot be read") ? "no (tracefs not readable)" :
-			 strstr(why, "not mounted") ? "no (tracefs not mounted)" : "no (not in tracefs)");
-		if (tps[i].tool == 2 && (n >= 0 || tracefs) &&
-		    (!strcmp(tp, "block_io_start") || !strcmp(tp, "block_rq_insert")))
-			created = true;
-		if (n >= 0) {
-			say(d, name, ST_OK, "tp_btf and raw_tp (%d argument%s), %s (%s)", n,
-			    n == 1 ? "" : "s", classic, tps[i].why);
-			continue;
+			snprintf(name, sizeof(name), "tp %s", tp);
+			snprintf(classic, sizeof(classic), "tracepoint %s", !why ? "yes" :
+				 strstr(why, "cannot be read") ? "no (tracefs not readable)" :
+				 strstr(why, "not mounted") ? "no (tracefs not mounted)" :
+				 "no (not in tracefs)");
+			if (e->any_of) {
+				has_any = true;
+				any |= n >= 0 || tracefs;
+			}
+			if (n >= 0) {
+				say(d, name, ST_OK, "tp_btf and raw_tp (%d argument%s), %s (%s)", n,
+				    n == 1 ? "" : "s", classic, e->why);
+				continue;
+			}
+			if (tracefs) {
+				say(d, name, ST_INFO, "not in vmlinux BTF: --attach tracepoint only (%s)",
+				    e->why);
+				continue;
+			}
+			say(d, name, e->needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF nor in "
+			    "tracefs (%s)%s", e->why, e->needed ? ": cannot run" : "");
+			if (e->needed)
+				d->cannot |= t->bit;
 		}
-		if (tracefs) {
-			say(d, name, ST_INFO, "not in vmlinux BTF: --attach tracepoint only (%s)",
-			    tps[i].why);
-			continue;
-		}
-		say(d, name, tps[i].needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF nor in "
-		    "tracefs (%s)%s", tps[i].why, tps[i].needed ? ": cannot run" : "");
-		if (tps[i].needed && tps[i].tool == 1)
-			d->runq_ok = false;
-		if (tps[i].needed && tps[i].tool == 2)
-			d->bio_ok = false;
+		if (has_any && !any && t->any_of_missing)
+			say(d, t->any_of_check, ST_INFO, "%s", t->any_of_missing);
 	}
-	if (!created)
-		say(d, "bio queue stage", ST_INFO, "neither block_io_start nor block_rq_insert: bio "
-		    "measures device time only");
 }
 
 /* What runq's kernel-gap checks can read here (README: Kernel gaps). */
@@ -319,7 +310,7 @@ int doctor_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct doctor d = { .runq_ok = true, .bio_ok = true };
+	struct doctor d = { .cannot = 0 };
 	struct utsname u;
 	int opt;
 
@@ -373,21 +364,25 @@ int doctor_main(int argc, char **argv)
 		json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "schema", json_object_new_string("lathist-doctor/1"));
-		json_object_object_add(o, "runq", json_object_new_boolean(d.runq_ok));
-		json_object_object_add(o, "bio", json_object_new_boolean(d.bio_ok));
+		for (int k = 0; lh_tools[k]; k++)
+			json_object_object_add(o, lh_tools[k]->name,
+					       json_object_new_boolean(!(d.cannot & lh_tools[k]->bit)));
 		json_object_object_add(o, "checks", d.checks);
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 						    JSON_C_TO_STRING_SPACED |
 						    JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
-		printf("\nrunq: %s\nbio:  %s\n", d.runq_ok ? "can run" : "cannot run (see above)",
-		       d.bio_ok ? "can run" : "cannot run (see above)");
+		putchar('\n');
+		for (int k = 0; lh_tools[k]; k++)
+			printf("%s:%*s%s\n", lh_tools[k]->name,
+			       strlen(lh_tools[k]->name) < 4 ? 5 - (int)strlen(lh_tools[k]->name) : 1,
+			       "", d.cannot & lh_tools[k]->bit ? "cannot run (see above)" : "can run");
 	}
 	if (fflush(stdout)) {
 		fprintf(stderr, "lathist doctor: cannot write to standard output: %s\n",
 			strerror(errno));
 		return LH_EXIT_RUNTIME;
 	}
-	return d.runq_ok && d.bio_ok ? LH_EXIT_OK : LH_EXIT_RUNTIME;
+	return d.cannot ? LH_EXIT_RUNTIME : LH_EXIT_OK;
 }

@@ -6,21 +6,34 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
+#include "registry.h"
 #include "tool.h"
 #include "version.h"
 
-static const char usage[] =
-	"Usage: lathist VERB [OPTIONS]\n"
-	"In-kernel latency histograms with honest loss accounting.\n"
-	"\n"
-	"Verbs:\n"
-	"  runq      runqueue latency: wakeup latency and preemption wait\n"
-	"  bio       block I/O latency: queue and device time, per process, disk, op\n"
-	"  report    read saved JSON, merge runs by addition, print any format, heatmap\n"
-	"  doctor    can lathist run here? privileges, BTF, tracepoints, perf events\n"
-	"\n"
-	"lathist VERB -h shows a verb's options. lathist --version prints the version.\n"
-	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
+/* The verbs that are not tracing tools (those come from the registry). */
+static const struct {
+	const char *name, *summary;
+	int (*main)(int argc, char **argv);
+} others[] = {
+	{ "report", "read saved JSON, merge runs by addition, print any format, heatmap",
+	  report_main },
+	{ "doctor", "can lathist run here? privileges, BTF, tracepoints, perf events",
+	  doctor_main },
+};
+
+#define NOTHERS (sizeof(others) / sizeof(others[0]))
+
+static void usage(void)
+{
+	puts("Usage: lathist VERB [OPTIONS]\n"
+	     "In-kernel latency histograms with honest loss accounting.\n\nVerbs:");
+	for (int i = 0; lh_tools[i]; i++)
+		printf("  %-9s %s\n", lh_tools[i]->name, lh_tools[i]->summary);
+	for (size_t i = 0; i < NOTHERS; i++)
+		printf("  %-9s %s\n", others[i].name, others[i].summary);
+	puts("\nlathist VERB -h shows a verb's options. lathist --version prints the version.\n"
+	     "Exit status: 0 success, 1 runtime failure, 2 usage error.");
+}
 
 /*
  * Started with fd 0, 1 or 2 closed, the next file opened would take its
@@ -45,32 +58,31 @@ static void guard_std_fds(void)
 
 int main(int argc, char **argv)
 {
+	const struct lh_tool_desc *t;
+
 	guard_std_fds();
 	/* a closed pipe is a write error to report (EPIPE), not a silent death */
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
-		fputs("lathist: missing verb (runq, bio, report or doctor); see lathist -h\n", stderr);
+		fputs("lathist: missing verb; see lathist -h for the list\n", stderr);
 		return LH_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(usage, stdout);
+		usage();
 		return LH_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("lathist %s\n", LATHIST_VERSION);
 		return LH_EXIT_OK;
 	}
-	if (!strcmp(argv[1], "runq"))
-		return runq_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "bio"))
-		return bio_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "report"))
-		return report_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "doctor"))
-		return doctor_main(argc - 1, argv + 1);
+	if ((t = lh_tool_find(argv[1])))
+		return t->main(argc - 1, argv + 1);
+	for (size_t i = 0; i < NOTHERS; i++)
+		if (!strcmp(argv[1], others[i].name))
+			return others[i].main(argc - 1, argv + 1);
 	if (argv[1][0] == '-')
 		fprintf(stderr, "lathist: '%s' before the verb; options go after it, e.g. "
-			"lathist runq %s\n", argv[1], argv[1]);
+			"lathist %s %s\n", argv[1], lh_tools[0]->name, argv[1]);
 	else
 		fprintf(stderr, "lathist: unknown verb '%s'; see lathist -h\n", argv[1]);
 	return LH_EXIT_USAGE;

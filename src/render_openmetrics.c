@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "registry.h"
 #include "report.h"
 #include "version.h"
 
@@ -119,34 +120,32 @@ static void family(FILE *f, bool strict, const char *name, const char *type, con
 void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 {
 	const struct lh_meta *m = &r->meta;
-	bool bio = !strcmp(m->tool, "bio");
-	char name[96], sec[32];
+	const struct lh_tool_desc *t = lh_tool_find(m->tool);
+	char name[96], oncpu[96], sec[32];
 
+	if (!t)		/* meta.tool comes from the registry (or a reader that checked it) */
+		return;
 	snprintf(name, sizeof(name), "lathist_%s_latency_seconds", m->tool);
-	family(f, strict, name, "histogram", "seconds", bio ?
-	       "Block I/O latency per request by stage: queue (created to issued), device "
-	       "(issued to completed), total; buckets hold lo < v <= le." :
-	       "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
-	       "(switched out runnable to switch-in); buckets hold lo < v <= le.");
+	snprintf(oncpu, sizeof(oncpu), "lathist_%s_oncpu_seconds", m->tool);
+	family(f, strict, name, "histogram", "seconds", t->om_help);
 	for (size_t i = 0; i < r->nhists; i++)
 		if (strcmp(r->hists[i].name, "oncpu"))
-			hist_series(f, name, bio ? "stage" : "kind", &r->hists[i], m);
+			hist_series(f, name, t->om_label, &r->hists[i], m);
 	if (m->features & LH_FEAT_ONCPU) {
-		family(f, strict, "lathist_runq_oncpu_seconds", "histogram", "seconds",
+		family(f, strict, oncpu, "histogram", "seconds",
 		       "On-CPU slices, switch-in to switch-out.");
 		for (size_t i = 0; i < r->nhists; i++)
 			if (!strcmp(r->hists[i].name, "oncpu"))
-				hist_series(f, "lathist_runq_oncpu_seconds", NULL, &r->hists[i], m);
+				hist_series(f, oncpu, NULL, &r->hists[i], m);
 	}
-	if (bio) {
-		family(f, strict, "lathist_bio_bytes_total", "counter", NULL,
-		       "Bytes of the requests completed (taken at issue).");
+	if (m->has_bytes && t->bytes_hist) {
+		snprintf(name, sizeof(name), "lathist_%s_bytes_total", m->tool);
+		family(f, strict, name, "counter", NULL, t->bytes_help);
 		for (size_t i = 0; i < r->nhists; i++)
-			if (!strcmp(r->hists[i].name, "total")) {
+			if (!strcmp(r->hists[i].name, t->bytes_hist)) {
 				char *l = labels(NULL, NULL, &r->hists[i].key);
 
-				fprintf(f, "lathist_bio_bytes_total{%s} %" PRIu64 "\n", l ? l : "",
-					r->hists[i].bytes);
+				fprintf(f, "%s{%s} %" PRIu64 "\n", name, l ? l : "", r->hists[i].bytes);
 				free(l);
 			}
 	}

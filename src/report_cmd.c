@@ -14,12 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <json-c/json.h>
-#include "bio_cli.h"
 #include "cli.h"
 #include "anonymize.h"
+#include "registry.h"
 #include "heatmap.h"
 #include "report.h"
-#include "runq_cli.h"
 #include "session.h"
 #include "tool.h"
 #include "util.h"
@@ -48,6 +47,7 @@ struct merge {
 	struct lh_report r;
 	bool have;			/* r holds a first document */
 	char tool[8], kernel[128], grouping[16], unit[4], clock[64];
+	const struct lh_tool_desc *desc;	/* the first document's tool */
 	char attach_tp[LH_MAX_ATTACH][32], attach_type[LH_MAX_ATTACH][16];
 	uint64_t first_start, last_end;	/* realtime ns */
 	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
@@ -377,47 +377,20 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	return err;
 }
 
-/* A grouping the tool writes: runq one of total, process, thread, cpu; bio
- * total, or process, disk, op joined by commas in that order. */
-static bool grouping_known(const char *tool, const char *g)
-{
-	static const char *const runq[] = { "total", "process", "thread", "cpu" };
-	static const char *const bio[] = { "process", "disk", "op" };
-	size_t next = 0;
-
-	if (!strcmp(g, "total"))
-		return true;
-	if (!strcmp(tool, "runq")) {
-		for (size_t i = 0; i < sizeof(runq) / sizeof(runq[0]); i++)
-			if (!strcmp(g, runq[i]))
-				return true;
-		return false;
-	}
-	while (*g) {
-		size_t n = strcspn(g, ",");
-
-		while (next < 3 && (strlen(bio[next]) != n || strncmp(g, bio[next], n)))
-			next++;
-		if (next == 3)
-			return false;
-		next++;
-		g += n;
-		if (*g == ',' && *++g == 0)
-			return false;	/* a trailing comma */
-	}
-	return true;
-}
-
 /* First document: the tool, scheme and metadata every later one must match. */
 static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 {
 	struct lh_meta *mt = &m->r.meta;
+	char tool_names[64] = "";
+
+	for (int i = 0; lh_tools[i]; i++)
+		snprintf(tool_names + strlen(tool_names), sizeof(tool_names) - strlen(tool_names),
+			 "%s%s", i ? ", " : "", lh_tools[i]->name);
 	json_object *attach;
 	uint64_t p, unit_ns, nslots;
 
-	if (get_str(meta, "tool", m->tool, sizeof(m->tool)) ||
-	    (strcmp(m->tool, "runq") && strcmp(m->tool, "bio")))
-		return bad(m, "meta.tool is not runq or bio");
+	if (get_str(meta, "tool", m->tool, sizeof(m->tool)) || !(m->desc = lh_tool_find(m->tool)))
+		return bad(m, "meta.tool is not a lathist tool (%s)", tool_names);
 	if (get_u64(hs, "precision", &p) || get_u64(hs, "unit_ns", &unit_ns) ||
 	    get_u64(hs, "nslots", &nslots) || get_str(hs, "unit", m->unit, sizeof(m->unit)))
 		return bad(m, "meta.hist_scheme lacks precision, unit, unit_ns or nslots");
@@ -427,10 +400,10 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	      (unit_ns == 1000000 && !strcmp(m->unit, "ms"))))
 		return bad(m, "meta.hist_scheme is not a lathist slot scheme");
 	mt->tool = m->tool;
-	mt->tool_bit = strcmp(m->tool, "bio") ? LH_TOOL_RUNQ : LH_TOOL_BIO;
-	mt->has_bytes = !strcmp(m->tool, "bio");
-	mt->kinds = strcmp(m->tool, "bio") ? runq_kinds : bio_kinds;
-	mt->nkinds = strcmp(m->tool, "bio") ? RUNQ_NR_HISTS : BIO_NR_HISTS;
+	mt->tool_bit = m->desc->bit;
+	mt->has_bytes = m->desc->has_bytes;
+	mt->kinds = m->desc->kinds;
+	mt->nkinds = m->desc->nkinds;
 	mt->scheme.precision = (uint32_t)p;
 	mt->scheme.unit_ns = unit_ns;
 	mt->unit = m->unit;
@@ -463,7 +436,7 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 		mt->nattach++;
 	}
 	mt->ncpus = 0;
-	if (!grouping_known(m->tool, m->grouping))
+	if (!lh_tool_grouping_known(m->desc, m->grouping))
 		return bad(m, "meta.grouping '%s' is not a %s grouping", m->grouping, m->tool);
 	m->have = true;
 	return 0;
@@ -1220,9 +1193,13 @@ int report_main(int argc, char **argv)
 	}
 	if (m.heat_hist) {
 		if (!known_hist(&m, m.heat_hist)) {
+			char names[128] = "";
+
+			for (int i = 0; i < m.r.meta.nkinds; i++)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+					 i ? ", " : "", m.r.meta.kinds[i].name);
 			lh_usage_error(TOOL, "--heatmap-hist '%s': %s has no such histogram; give "
-				       "one of %s, %s, %s", m.heat_hist, m.tool, m.r.meta.kinds[0].name,
-				       m.r.meta.kinds[1].name, m.r.meta.kinds[2].name);
+				       "one of %s", m.heat_hist, m.tool, names);
 			rc = LH_EXIT_USAGE;
 			goto out;
 		}

@@ -25,6 +25,7 @@
 #include "runq.skel.h"
 #include "session.h"
 #include "tool.h"
+#include "registry.h"
 #include "util.h"
 
 #define TOOL "runq"
@@ -898,7 +899,8 @@ static int tracepoint_reachable(const struct runq_opts *o, enum lh_attach_mode *
 	return kept;
 }
 
-int runq_main(int argc, char **argv)
+/* lathist runq: its registry descriptor's entry point (argv[0] is the verb). */
+static int runq_main(int argc, char **argv)
 {
 	struct runq_opts o;
 	struct runq_ctx x = { .o = &o };
@@ -958,3 +960,28 @@ int runq_main(int argc, char **argv)
 	free(x.pmu_fds);
 	return err;
 }
+
+static const char *const runq_groupings[] = { "process", "thread", "cpu", NULL };
+
+static const struct lh_tool_tp runq_tps[] = {
+	{ "sched/sched_wakeup", true, 0, "runq: wakeups" },
+	{ "sched/sched_wakeup_new", true, 0, "runq: new tasks' first wakeup" },
+	{ "sched/sched_switch", true, 0, "runq: switches (waits end, preemptions start)" },
+	{ "sched/sched_process_exit", false, 0, "runq: stale starts of exiting tasks" },
+};
+
+/* runq's registry descriptor (src/registry.h). */
+const struct lh_tool_desc runq_tool = {
+	.name = "runq",
+	.summary = "runqueue latency: wakeup latency and preemption wait",
+	.main = runq_main,
+	.bit = LH_TOOL_RUNQ,
+	.kinds = runq_kinds,
+	.nkinds = RUNQ_NR_HISTS,
+	.groupings = runq_groupings,
+	.om_label = "kind",
+	.om_help = "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
+		   "(switched out runnable to switch-in); buckets hold lo < v <= le.",
+	.tps = runq_tps,
+	.ntps = sizeof(runq_tps) / sizeof(runq_tps[0]),
+};

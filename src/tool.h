@@ -67,8 +67,9 @@ struct lh_skel_ops {
 /*
  * Open, configure and load the skeleton as types[0..n) in turn until one
  * loads; --test-reject fails a type's load with -EINVAL. A type that fails
- * while another follows is said in one line and destroyed; -EPERM stops at
- * once (every type would fail alike). *skel, *type and *value_size describe
+ * while another follows is said in one line and destroyed; -EPERM without the
+ * privileges, or -ESRCH with no loadable kernel BTF, stops at once (every type
+ * would fail alike; EPERM with them is a kernel restriction on one program). *skel, *type and *value_size describe
  * the last one tried. Returns 0 or the load's negative errno (*skel then
  * stays, for lh_session_main's diagnosis and the caller's destroy), or -errno
  * with *skel NULL when the object cannot be opened (said).
@@ -82,9 +83,5 @@ void lh_load_error(const char *tool, int err, bool verbose);
 
 /* One-line error for getopt's '?' (unknown option) or ':' (missing value). */
 void lh_bad_option(const char *tool, int opt, char **argv);
-
-/* Verb entry points (argv[0] is the verb). */
-int runq_main(int argc, char **argv);
-int bio_main(int argc, char **argv);
 
 #endif /* LATHIST_TOOL_H */

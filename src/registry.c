@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#include <string.h>
+#include "registry.h"
+
+extern const struct lh_tool_desc runq_tool, bio_tool;
+
+/* Adding a tool: its BPF file, its loader file (which defines its descriptor),
+ * one line here and one word in the Makefile's TOOLS. */
+const struct lh_tool_desc *const lh_tools[] = {
+	&runq_tool,
+	&bio_tool,
+	NULL,
+};
+
+const struct lh_tool_desc *lh_tool_find(const char *name)
+{
+	for (int i = 0; lh_tools[i]; i++)
+		if (!strcmp(lh_tools[i]->name, name))
+			return lh_tools[i];
+	return NULL;
+}
+
+bool lh_tool_grouping_known(const struct lh_tool_desc *t, const char *g)
+{
+	size_t next = 0, n;
+
+	if (!strcmp(g, "total"))
+		return true;
+	if (!t->groupings_combine) {
+		for (size_t i = 0; t->groupings[i]; i++)
+			if (!strcmp(g, t->groupings[i]))
+				return true;
+		return false;
+	}
+	while (*g) {
+		n = strcspn(g, ",");
+		while (t->groupings[next] && (strlen(t->groupings[next]) != n ||
+					     strncmp(g, t->groupings[next], n)))
+			next++;
+		if (!t->groupings[next])
+			return false;
+		next++;
+		g += n;
+		if (*g == ',' && *++g == 0)
+			return false;	/* a trailing comma */
+	}
+	return true;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tool registry: one descriptor per tracing verb (runq, bio), defined in
+ * the tool's own file and listed once in src/registry.c. Everything outside a
+ * tool's files that needs to know of it — verb dispatch, lathist report's
+ * reader, the OpenMetrics renderer, lathist doctor — reads its descriptor; no
+ * code outside them compares tool names (bpftool's commands[] is the model).
+ */
+#ifndef LATHIST_REGISTRY_H
+#define LATHIST_REGISTRY_H
+
+#include <stdbool.h>
+#include "report.h"
+
+/* A tracepoint the tool attaches, as doctor checks it. */
+struct lh_tool_tp {
+	const char *event;	/* "sched/sched_switch" */
+	bool needed;		/* without it the tool cannot run */
+	int any_of;		/* nonzero: one of the tracepoints with this number is enough */
+	const char *why;	/* what the tool does with it */
+};
+
+struct lh_tool_desc {
+	const char *name;			/* the verb: "runq" */
+	const char *summary;			/* one line for lathist -h */
+	int (*main)(int argc, char **argv);	/* argv[0] is the verb */
+	unsigned int bit;			/* enum lh_tool_bit: which counters apply */
+	const struct lh_hist_kind *kinds;	/* its histograms, in print order */
+	int nkinds;
+	bool has_bytes;				/* histograms carry bytes (a bytes counter) */
+	const char *bytes_hist;			/* the histogram whose bytes it exposes */
+	const char *bytes_help;			/* HELP of lathist_<name>_bytes_total */
+	const char *const *groupings;		/* meta.grouping values, NULL-terminated */
+	bool groupings_combine;			/* several, joined by commas in list order */
+	const char *om_label;			/* OpenMetrics label naming the histogram */
+	const char *om_help;			/* HELP of lathist_<name>_latency_seconds */
+	const struct lh_tool_tp *tps;		/* for doctor */
+	int ntps;
+	const char *any_of_check;		/* doctor's check when no any_of tracepoint */
+	const char *any_of_missing;		/* exists, and what it says */
+};
+
+/* The tracing tools, NULL-terminated, in the order lathist -h lists them. */
+extern const struct lh_tool_desc *const lh_tools[];
+
+/* The tool named name, or NULL. */
+const struct lh_tool_desc *lh_tool_find(const char *name);
+
+/* Is g a meta.grouping tool t writes: "total", one of t->groupings, or (when
+ * they combine) several of them joined by commas in list order? */
+bool lh_tool_grouping_known(const struct lh_tool_desc *t, const char *g);
+
+#endif /* LATHIST_REGISTRY_H */
