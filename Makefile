@@ -4,6 +4,8 @@
 #   make check    install missing packages, build, run every test
 #   make static   build/lathist-static: one statically linked binary for hosts with no packages
 #   make fuzz     run the report reader's fuzz target (FUZZ_SECONDS, default 300)
+#   make man      build/man/lathist*.8 from each verb's -h text (help2man)
+#   make install  the binary and man pages under $(DESTDIR)$(PREFIX) (/usr/local)
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
 #   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
 #                 counters_overhead.py)
@@ -11,6 +13,7 @@
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
 BPFTOOL ?= bpftool
 CC ?= gcc
 OUT := build
@@ -34,7 +37,8 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h)
 
-.PHONY: all run check deps test-deps unit integration vmlinux bench bench-compare clean fuzz static
+.PHONY: all run check deps test-deps unit integration vmlinux bench bench-compare clean fuzz static \
+	man install
 all: lathist
 
 deps:
@@ -45,14 +49,20 @@ test-deps:
 $(OUT):
 	@mkdir -p $@
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(HEADERS) | $(OUT)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+# each object depends on the headers it includes (-MMD -MP: build/*.d), each
+# tool's loader on its own skeleton; BPF objects keep BTF, lose DWARF (llvm-strip -g)
+$(OUT)/%.bpf.o: bpf/%.bpf.c | $(OUT)
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(LLVM_STRIP) -g $@
 
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/%.o: src/%.c $(HEADERS) $(SKELS) | $(OUT)
-	$(CC) $(CFLAGS) -c $< -o $@
+$(OUT)/%.o: src/%.c | $(OUT)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(foreach t,$(TOOLS),$(eval $(OUT)/$(t).o: $(OUT)/$(t).skel.h))
+-include $(wildcard $(OUT)/*.d)
 
 lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
@@ -132,6 +142,29 @@ check: deps test-deps
 	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS) $(OUT)/fuzz/report_fuzz \
 		$(OUT)/lathist-static
 	$(PYTHON) tests/run.py
+
+# ---- manual pages and install ----
+# One source: each verb's own -h text, turned into a man page by help2man, so the
+# pages and the binary never disagree.
+PREFIX ?= /usr/local
+VERBS := $(TOOLS) report doctor
+MANS := $(OUT)/man/lathist.8 $(addprefix $(OUT)/man/lathist-,$(addsuffix .8,$(VERBS)))
+VERSION = $(shell sed -n 's/.*LATHIST_VERSION "\(.*\)"/\1/p' src/version.h)
+
+man: $(MANS)
+$(OUT)/man/lathist.8: lathist
+	@mkdir -p $(OUT)/man
+	help2man -N -s 8 -n "in-kernel latency histograms with honest loss accounting" \
+		--version-string="lathist $(VERSION)" -o $@ ./lathist
+$(OUT)/man/lathist-%.8: lathist
+	@mkdir -p $(OUT)/man
+	help2man -N -s 8 -n "$$(./lathist -h | awk '$$1 == "$*" { $$1 = ""; sub(/^ +/, ""); print }')" \
+		--version-string="lathist-$* $(VERSION)" -o $@ "./lathist $*"
+
+install: lathist man
+	install -D -m 0755 lathist $(DESTDIR)$(PREFIX)/sbin/lathist
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man8/
 
 # ---- maintenance ----
 vmlinux:

@@ -48,3 +48,26 @@ def test_static_binary_in_empty_chroot():
         for m in reversed(mounted):
             subprocess.run(["umount", "-R", m])
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_install_binary_and_man_pages():
+    """make install DESTDIR=... puts the binary and one man page per verb (made from each
+    verb's own -h by help2man) in place; every page renders with man -l, names its verb and
+    lists the verb's options."""
+    with tempfile.TemporaryDirectory() as dest:
+        p = subprocess.run(["make", "-C", ROOT, "--no-print-directory", "install",
+                            f"DESTDIR={dest}", "PREFIX=/usr"], capture_output=True, text=True)
+        check(p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:])
+        binary = os.path.join(dest, "usr", "sbin", "lathist")
+        check(os.access(binary, os.X_OK), "no binary installed")
+        mandir = os.path.join(dest, "usr", "share", "man", "man8")
+        pages = {"lathist.8": "runq", "lathist-runq.8": "--per-thread",
+                 "lathist-bio.8": "--per-disk", "lathist-report.8": "--heatmap",
+                 "lathist-doctor.8": "-f"}
+        check(sorted(os.listdir(mandir)) == sorted(pages), f"pages {os.listdir(mandir)}")
+        for page, option in pages.items():
+            p = subprocess.run(["man", "-l", os.path.join(mandir, page)], capture_output=True,
+                               text=True, env=dict(os.environ, MANWIDTH="100"))
+            name = page[:-2].upper()
+            check(p.returncode == 0 and p.stdout.lstrip().startswith(f"{name}(8)") and
+                  option in p.stdout, f"{page}: rc {p.returncode}, {p.stdout[:300]!r}")
