@@ -34,12 +34,13 @@ def pipe_bench(pinned=True, loops=LOOPS):
 class Tracer:
     """A tracer in the background, started once it says it is attached."""
 
-    def __init__(self, cmd, ready, stream="stderr", settle=0.0):
+    def __init__(self, cmd, ready, stream="stderr", settle=0.0, env=None):
         self.cmd, self.ready, self.stream, self.settle = cmd, ready, stream, settle
+        self.env = env
 
     def __enter__(self):
         self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+                                  text=True, env=self.env)
         pipe = self.p.stderr if self.stream == "stderr" else self.p.stdout
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -7,7 +7,7 @@ Conditions, interleaved over ROUNDS rounds (a b c d a b c d ...):
   high          --slower-than 1000s: every event checked against the threshold, none recorded
   batched       --slower-than 0 --events FILE: a record per wait, submitted with
                 BPF_RB_NO_WAKEUP until a quarter of the ring buffer waits (the default)
-  kernel        the same with --test-kernel-wakeup: the kernel's own choice (wake when
+  kernel        the same with LATHIST_TEST=kernel-wakeup: the kernel's own choice (wake when
                 the consumer has caught up)
 Load: `taskset -c 1 perf bench sched pipe -l LOOPS` (~2 x LOOPS switches). Printed:
   - ns per run of the sched_switch and sched_wakeup programs (run_time_ns / run_cnt,
@@ -30,7 +30,7 @@ from benchlib import (LATHIST, LOOPS, BpfStats, Tracer, ns_per_run, pipe_bench, 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 
 
-def one(args, tmp):
+def one(args, tmp, test=None):
     events = os.path.join(tmp, "events.json")
     doc = os.path.join(tmp, "doc.json")
     for f in (events, doc):
@@ -39,7 +39,7 @@ def one(args, tmp):
     cmd = [LATHIST, "runq", "-f", "json", "-o", doc, *args]
     if "--slower-than" in args:
         cmd += ["--events", events]
-    with Tracer(cmd, "Tracing") as t:
+    with Tracer(cmd, "Tracing", env=dict(os.environ, LATHIST_TEST=test) if test else None) as t:
         before = prog_runs()
         s0, w0 = schedstat_ns(t.p.pid), time.monotonic()
         secs, _ = pipe_bench(loops=LOOPS)
@@ -63,16 +63,16 @@ def main():
     if os.geteuid() != 0:
         sys.exit("bench needs root")
     conditions = {
-        "none": [],
-        "high (--slower-than 1000s)": ["--slower-than", "1000s"],
-        "batched (--slower-than 0)": ["--slower-than", "0"],
-        "kernel wakeups": ["--slower-than", "0", "--test-kernel-wakeup"],
+        "none": ([], None),
+        "high (--slower-than 1000s)": (["--slower-than", "1000s"], None),
+        "batched (--slower-than 0)": (["--slower-than", "0"], None),
+        "kernel wakeups": (["--slower-than", "0"], "kernel-wakeup"),
     }
     res = {name: [] for name in conditions}
     with BpfStats(), tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         for rnd in range(ROUNDS):
-            for name, args in conditions.items():
-                res[name].append(one(args, tmp))
+            for name, (args, test) in conditions.items():
+                res[name].append(one(args, tmp, test))
             print(f"  round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
 
     def med(name, key):

@@ -43,7 +43,6 @@ enum {
 	OPT_PER_OP,
 	OPT_DISK,
 	OPT_MAX_REQUESTS,
-	OPT_TEST_NO_FRONTMERGE,
 };
 
 static const char bio_help[] =
@@ -143,7 +142,6 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		{ "per-op", no_argument, NULL, OPT_PER_OP },
 		{ "disk", required_argument, NULL, OPT_DISK },
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
-		{ "test-no-frontmerge", no_argument, NULL, OPT_TEST_NO_FRONTMERGE },
 		{ NULL, 0, NULL, 0 },
 	};
 	char ids[40], parent[NAME_MAX + 1], beneath[256];
@@ -217,9 +215,6 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 					       "4194304", optarg);
 				return -EINVAL;
 			}
-			break;
-		case OPT_TEST_NO_FRONTMERGE:
-			o->test_no_frontmerge = true;
 			break;
 		default:
 			lh_bad_option(TOOL, opt, argv);
@@ -369,7 +364,7 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_program__set_autoload(s->progs.bio_issue_tp, tp);
 	bpf_program__set_autoload(s->progs.bio_complete_tp, tp);
 	bpf_program__set_autoload(s->progs.bio_merge_tp, tp && p->has_merge);
-	bpf_program__set_autoload(s->progs.bio_frontmerge_tp, tp && !o->test_no_frontmerge);
+	bpf_program__set_autoload(s->progs.bio_frontmerge_tp, tp && !o->c.test_no_frontmerge);
 	/* the end-of-run sweep (plan_for); the tracepoint path has no request pointers */
 	bpf_program__set_autoload(s->progs.bio_sweep, !tp && !p->sweep_err);
 	return value_size;

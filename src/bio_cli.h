@@ -13,7 +13,6 @@ struct bio_opts {
 	char disk[32];			/* --disk name, "" = any */
 	uint32_t dev;			/* its kernel dev_t (major << 20 | minor) */
 	uint32_t max_requests;		/* entries of the in-flight request map */
-	bool test_no_frontmerge;	/* test only: tracepoint path without front-merge tracking */
 };
 
 /* bio's histograms: queue, device, total. */

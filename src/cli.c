@@ -382,27 +382,6 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			return -EINVAL;
 		}
 		return 0;
-	case LH_OPT_TEST_NO_SWEEP:
-		o->test_no_sweep = true;
-		return 0;
-	case LH_OPT_TEST_REJECT: {
-		char *list = strdup(arg), *save = NULL;
-		enum lh_attach_mode t;
-		int err = list ? 0 : -ENOMEM;
-
-		for (char *w = list ? strtok_r(list, ",", &save) : NULL; w;
-		     w = strtok_r(NULL, ",", &save)) {
-			if (lh_attach_parse(w, &t)) {
-				lh_usage_error(tool, "--test-reject '%s': give tp_btf, raw_tp or "
-					       "tracepoint, comma-separated", arg);
-				err = -EINVAL;
-				break;
-			}
-			o->test_reject |= 1U << t;
-		}
-		free(list);
-		return err;
-	}
 	case LH_OPT_MAX_KEYS:
 		if (lh_parse_u32(arg, 1, 1U << 24, &o->max_keys)) {
 			lh_usage_error(tool, "--max-keys '%s': give a number from 1 to 16777216", arg);
@@ -466,15 +445,6 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			return -EINVAL;
 		}
 		return stream_file(&o->series_path, "--series", arg, false, tool);
-	case LH_OPT_KERNEL_WAKEUP:
-		o->kernel_wakeup = true;
-		return 0;
-	case LH_OPT_CONSUMER_DELAY:
-		if (lh_parse_u32(arg, 0, 1000000, &o->consumer_delay_us)) {
-			lh_usage_error(tool, "--test-consumer-delay-us '%s': give 0 to 1000000", arg);
-			return -EINVAL;
-		}
-		return 0;
 	default:
 		return 1;
 	}
@@ -554,8 +524,61 @@ int lh_check_pidns(const char *tool, const char *uses_ids)
 	return -EINVAL;
 }
 
+/*
+ * Test and bench hooks, out of the option surface: $LATHIST_TEST, words
+ * separated by spaces — reject=TYPE[,TYPE] (that attach type's load fails as
+ * a verifier rejection would), no-sweep (the sweeps act as refused),
+ * no-frontmerge (bio's tracepoint path without block_bio_frontmerge),
+ * consumer-delay-us=N (sleep per record read), kernel-wakeup (the kernel's
+ * own ring buffer wakeups). An unknown word is a usage error.
+ */
+static int test_hooks(struct lh_common_opts *o, const char *tool)
+{
+	const char *env = getenv("LATHIST_TEST");
+	char *list, *save = NULL, *w;
+	int err = 0;
+
+	if (!env || !*env)
+		return 0;
+	if (!(list = strdup(env)))
+		return -ENOMEM;
+	for (w = strtok_r(list, " ", &save); w && !err; w = strtok_r(NULL, " ", &save)) {
+		if (!strcmp(w, "no-sweep")) {
+			o->test_no_sweep = true;
+		} else if (!strcmp(w, "no-frontmerge")) {
+			o->test_no_frontmerge = true;
+		} else if (!strcmp(w, "kernel-wakeup")) {
+			o->kernel_wakeup = true;
+		} else if (!strncmp(w, "consumer-delay-us=", 18)) {
+			if (lh_parse_u32(w + 18, 0, 1000000, &o->consumer_delay_us))
+				err = -EINVAL;
+		} else if (!strncmp(w, "reject=", 7)) {
+			char *save2 = NULL;
+			enum lh_attach_mode t;
+
+			for (char *a = strtok_r(w + 7, ",", &save2); a && !err;
+			     a = strtok_r(NULL, ",", &save2)) {
+				if (lh_attach_parse(a, &t))
+					err = -EINVAL;
+				else
+					o->test_reject |= 1U << t;
+			}
+		} else {
+			err = -EINVAL;
+		}
+		if (err)
+			lh_usage_error(tool, "LATHIST_TEST: '%s' is not a test hook; give reject=TYPES, "
+				       "no-sweep, no-frontmerge, consumer-delay-us=N or kernel-wakeup "
+				       "(or unset it)", w);
+	}
+	free(list);
+	return err;
+}
+
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
+	if (test_hooks(o, tool))
+		return -EINVAL;
 	if (o->events_path && o->slower_than_ns == UINT64_MAX) {
 		lh_usage_error(tool, "--events needs --slower-than (which events to record)");
 		return -EINVAL;

@@ -51,6 +51,7 @@ struct lh_common_opts {
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	unsigned int test_reject;	/* test only: bit 1 << type fails that type's load */
 	bool test_no_sweep;		/* test only: the sweeps act as if refused (-EPERM) */
+	bool test_no_frontmerge;	/* test only: bio's tracepoint path without front merges */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 
@@ -62,12 +63,8 @@ enum {
 	LH_OPT_SLOWER_THAN,
 	LH_OPT_RINGBUF_SIZE,
 	LH_OPT_EVENTS,
-	LH_OPT_CONSUMER_DELAY,
-	LH_OPT_KERNEL_WAKEUP,
 	LH_OPT_SERIES,
 	LH_OPT_ANONYMIZE,
-	LH_OPT_TEST_REJECT,
-	LH_OPT_TEST_NO_SWEEP,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -88,12 +85,9 @@ enum {
 	{ "slower-than", required_argument, NULL, LH_OPT_SLOWER_THAN }, \
 	{ "ringbuf-size", required_argument, NULL, LH_OPT_RINGBUF_SIZE }, \
 	{ "events", required_argument, NULL, LH_OPT_EVENTS },          \
-	{ "test-consumer-delay-us", required_argument, NULL, LH_OPT_CONSUMER_DELAY }, \
-	{ "test-kernel-wakeup", no_argument, NULL, LH_OPT_KERNEL_WAKEUP }, \
 	{ "series", required_argument, NULL, LH_OPT_SERIES },          \
-	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE },          \
-	{ "test-reject", required_argument, NULL, LH_OPT_TEST_REJECT }, \
-	{ "test-no-sweep", no_argument, NULL, LH_OPT_TEST_NO_SWEEP }
+	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE }
+
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
 void lh_common_defaults(struct lh_common_opts *o);

@@ -113,7 +113,7 @@ void lh_session_configure_records(const struct lh_common_opts *c, struct bpf_map
 	bpf_map__set_max_entries(events, on ? (uint32_t)c->ringbuf_bytes : 4096);
 	*slower_than_ns = c->slower_than_ns;
 	/* one wakeup per quarter buffer (bench/records_overhead.py measures it against the
-	 * kernel's own choice, --test-kernel-wakeup) */
+	 * kernel's own choice, LATHIST_TEST=kernel-wakeup) */
 	*wakeup_bytes = on && !c->kernel_wakeup ? c->ringbuf_bytes / 4 : 0;
 	if (on && c->verbose)
 		fprintf(stderr, "ring buffer: %llu bytes%s\n", (unsigned long long)c->ringbuf_bytes,

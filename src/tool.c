@@ -223,6 +223,11 @@ void lh_bad_option(const char *tool, int opt, char **argv)
 {
 	const char *arg = argv[optind - 1];
 
+	/* GNU getopt may have moved non-options (a value given to an unknown
+	 * option) in front: the option is the last word that starts with '-' */
+	for (int i = optind - 1; i > 1 && arg[0] != '-'; i--)
+		arg = argv[i - 1];
+
 	if (opt == ':')
 		lh_usage_error(tool, "option '%s' needs a value; see lathist %s -h", arg, tool);
 	else if (optopt > 0 && optopt < 0x80 && arg[0] == '-' && arg[1] != '-')

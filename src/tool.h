@@ -66,7 +66,7 @@ struct lh_skel_ops {
 
 /*
  * Open, configure and load the skeleton as types[0..n) in turn until one
- * loads; --test-reject fails a type's load with -EINVAL. A type that fails
+ * loads; LATHIST_TEST=reject=TYPE fails a type's load with -EINVAL. A type that fails
  * while another follows is said in one line and destroyed; -EPERM without the
  * privileges, or -ESRCH with no loadable kernel BTF, stops at once (every type
  * would fail alike; EPERM with them is a kernel restriction on one program). *skel, *type and *value_size describe

@@ -59,13 +59,16 @@ def cleanup():
 class Lathist:
     """lathist VERB ARGS in the background; start() returns once it prints 'Tracing'."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, test=None):
+        """test: $LATHIST_TEST, the test hooks (src/cli.c), e.g. "no-sweep"."""
         self.args = [LATHIST, *args]
+        self.env = dict(os.environ, LATHIST_TEST=test) if test else None
         self.proc = None
         self.stderr_head = ""
 
     def start(self, timeout=60):
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=self.env)
         _running.append(self.proc)
         while True:
             line = _readline(self.proc.stderr, timeout, "'Tracing' from " + " ".join(self.args))
@@ -85,8 +88,10 @@ class Lathist:
         return self.proc.returncode, out.decode(), self.stderr_head + err.decode()
 
 
-def run(*args, timeout=120, **kw):
-    """Run lathist to completion: (returncode, stdout, stderr)."""
+def run(*args, timeout=120, test=None, **kw):
+    """Run lathist to completion: (returncode, stdout, stderr); test: $LATHIST_TEST."""
+    if test:
+        kw["env"] = dict(os.environ, LATHIST_TEST=test)
     p = subprocess.run([LATHIST, *args], capture_output=True, timeout=timeout, **kw)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 

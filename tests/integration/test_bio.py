@@ -383,9 +383,10 @@ def test_front_merges_every_path():
         with LoopDevice(scheduler=sched) as dev:
             work = Workload("reverse", dev.dev, batch, rounds, exe=BIOWORK)
             pid = work.start()
-            args = [["--per-process", "--attach", a] for a in ATTACH]
-            args.append(["--per-process", "--attach", "tracepoint", "--test-no-frontmerge"])
-            tools = [Lathist("bio", "-f", "json", "-p", str(pid), *a).start() for a in args]
+            args = [(["--per-process", "--attach", a], None) for a in ATTACH]
+            args.append((["--per-process", "--attach", "tracepoint"], "no-frontmerge"))
+            tools = [Lathist("bio", "-f", "json", "-p", str(pid), *a, test=t).start()
+                     for a, t in args]
             with open(f"/sys/block/{dev.name}/stat") as f:
                 before = [int(v) for v in f.read().split()]
             work.go()

@@ -305,7 +305,7 @@ def test_sweep_that_cannot_load_is_disclosed():
     """A kernel may refuse one kind of BPF iterator (this VM's refuses iter/bpf_map_elem,
     on which the bio end sweep was built, and the whole bio load failed over to the
     tracepoint path): a sweep that cannot load leaves the run going, and the output says
-    which loss class it leaves uncounted (--test-no-sweep acts as a refusal). Without it,
+    which loss class it leaves uncounted (LATHIST_TEST=no-sweep acts as a refusal). Without it,
     nothing is said."""
     for verb, cls in (("runq", "missed_wait"), ("bio", "missed_completion")):
         p = subprocess.run([LATHIST, verb, "-d", "0.3", "-f", "json"], capture_output=True,
@@ -314,8 +314,8 @@ def test_sweep_that_cannot_load_is_disclosed():
         doc = json.loads(p.stdout)
         check(doc["meta"]["unchecked"] is None and
               set(doc["meta"]["attach"].values()) == {"tp_btf"}, f"{verb}: {doc['meta']}")
-        p = subprocess.run([LATHIST, verb, "-d", "0.3", "--test-no-sweep"],
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run([LATHIST, verb, "-d", "0.3"], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, LATHIST_TEST="no-sweep"))
         line = next((l for l in p.stdout.splitlines() if l.startswith("NOT CHECKED: ")), "")
         check(p.returncode == 0 and cls in line and "Operation not permitted" in line,
               f"{verb}: rc {p.returncode}, {line!r} {p.stderr}")

@@ -29,7 +29,7 @@ def test_flooded_ring_buffer_counts_every_drop():
         pid = work.start()
         tool = Lathist("runq", "-f", "json", "-i", "0.5", "--per-thread", "-p", str(pid),
                        "--slower-than", "0", "--ringbuf-size", "4096",
-                       "--test-consumer-delay-us", "2000", "--events", events).start()
+                       "--events", events, test="consumer-delay-us=2000").start()
         work.go()
         rows = work.wait()
         rc, out, err = tool.stop()
@@ -84,7 +84,7 @@ def test_flooded_ring_buffer_text_says_so():
         work = Workload("mix", CPU, 1, 2, 1000)
         pid = work.start()
         tool = Lathist("runq", "-p", str(pid), "--slower-than", "0", "--ringbuf-size", "1",
-                       "--test-consumer-delay-us", "2000", "--events", events).start()
+                       "--events", events, test="consumer-delay-us=2000").start()
         work.go()
         work.wait()
         rc, out, err = tool.stop()

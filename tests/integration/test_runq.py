@@ -604,26 +604,31 @@ def test_attach_paths_agree():
 
 def test_attach_fallback():
     """auto falls back tp_btf -> raw_tp -> tracepoint when a type does not load (the
-    hidden --test-reject fails a type's load as a verifier rejection would), saying so
+    test hook LATHIST_TEST=reject=TYPES fails a type's load as a verifier rejection would), saying so
     in one line each; an explicit type does not fall back."""
     for reject, want in (("tp_btf", "raw_tp"), ("tp_btf,raw_tp", "tracepoint")):
-        rc, out, err = run("runq", "-d", "0.3", "-f", "json", "--test-reject", reject)
-        check(rc == 0, f"--test-reject {reject}: rc {rc}: {err}")
+        rc, out, err = run("runq", "-d", "0.3", "-f", "json", test=f"reject={reject}")
+        check(rc == 0, f"reject={reject}: rc {rc}: {err}")
         doc = json.loads(out)
         check(set(doc["meta"]["attach"].values()) == {want}, f"{reject}: {doc['meta']['attach']}")
         notes = [l for l in err.splitlines() if "did not load" in l]
         check(len(notes) == len(reject.split(",")) and f"trying {want}" in notes[-1],
               f"{reject}: stderr {err!r}")
         check(doc["loss"]["paired"] > 0, f"{reject}: nothing paired on {want}")
-    rc, out, err = run("bio", "-d", "0.3", "-f", "json", "--test-reject", "tp_btf,raw_tp")
+    rc, out, err = run("bio", "-d", "0.3", "-f", "json", test="reject=tp_btf,raw_tp")
     check(rc == 0 and set(json.loads(out)["meta"]["attach"].values()) == {"tracepoint"} and
           err.count("did not load") == 2, f"bio fallback: rc {rc}: {err!r}")
-    rc, out, err = run("runq", "-d", "0.3", "--attach", "raw_tp", "--test-reject", "raw_tp")
+    rc, out, err = run("runq", "-d", "0.3", "--attach", "raw_tp", test="reject=raw_tp")
     check(rc == 1 and "cannot load the BPF programs" in err and "trying" not in err and out == "",
           f"explicit type rejected: rc {rc}: {err!r}")
-    rc, out, err = run("runq", "-d", "0.3", "--test-reject", "tp_btf,raw_tp,tracepoint")
+    rc, out, err = run("runq", "-d", "0.3", test="reject=tp_btf,raw_tp,tracepoint")
     check(rc == 1 and err.count("did not load") == 2 and "cannot load" in err,
           f"every type rejected: rc {rc}: {err!r}")
+    # the hooks are not options: the shipped option surface has none of them
+    rc, out, err = run("runq", "-d", "0.3", "--test-reject", "tp_btf")
+    check(rc == 2 and "unknown option '--test-reject'" in err, f"--test-reject: {rc} {err!r}")
+    rc, out, err = run("runq", "-d", "0.3", test="reject=tp_btf bogus")
+    check(rc == 2 and "'bogus' is not a test hook" in err, f"bad hook: {rc} {err!r}")
 
 
 def test_tracepoint_needs_tracefs():
