@@ -683,27 +683,12 @@ static int add_parts(struct merge *m, json_object *meta)
 	return 0;
 }
 
-static int add_doc(struct merge *m, json_object *doc)
+/* The tool, slot scheme and grouping: what a document must share with the first. */
+static int same_kind(struct merge *m, json_object *meta, json_object *hs)
 {
-	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss, *attach;
-	char schema[16], tool[8], unit[4];
-	uint64_t start = 0, dur = 0, p, unit_ns, ncpus = 0, own[LH_NR_COUNTERS] = { 0 };
-	struct lh_hist tmp;
-	int err;
+	char tool[8], unit[4], g[16];
+	uint64_t p, unit_ns;
 
-	m->line++;
-	if (get_str(doc, "schema", schema, sizeof(schema)) || strcmp(schema, LH_SCHEMA))
-		return bad(m, "not a %s document (no \"schema\": \"%s\")", LH_SCHEMA, LH_SCHEMA);
-	hs = get(meta, "hist_scheme", json_type_object);
-	hists = get(doc, "histograms", json_type_array);
-	loss = get(doc, "loss", json_type_object);
-	if (!meta || !hs || !hists || !loss)
-		return bad(m, "meta, meta.hist_scheme, histograms or loss is missing");
-	if (!m->have) {
-		err = first_meta(m, meta, hs);
-		if (err)
-			return err;
-	}
 	if (get_str(meta, "tool", tool, sizeof(tool)) || strcmp(tool, m->tool))
 		return unmergeable(m, "a %s document cannot merge with %s documents: merge the "
 				   "runs of one tool", tool, m->tool);
@@ -713,95 +698,94 @@ static int add_doc(struct merge *m, json_object *doc)
 		return unmergeable(m, "slot scheme differs (precision %" PRIu64 ", %s) from the first "
 			   "document's (precision %u, %s): merge only runs with the same --precision "
 			   "and -u", p, unit, m->r.meta.scheme.precision, m->unit);
-	if (get_u64(meta, "start_realtime_ns", &start))
-		return bad(m, "meta.start_realtime_ns is not a number of ns");
-	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
-		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
-	{
-		char g[16];
-
-		if (get_str(meta, "grouping", g, sizeof(g)) || strcmp(g, m->grouping))
-			return unmergeable(m, "grouping '%s' differs from the first document's '%s': merge "
+	if (get_str(meta, "grouping", g, sizeof(g)) || strcmp(g, m->grouping))
+		return unmergeable(m, "grouping '%s' differs from the first document's '%s': merge "
 				   "runs with the same --per-* options", g, m->grouping);
-	}
-	{
-		json_object *f = get(meta, "filters", json_type_object);
-		const char *fs = f ? json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN) : "";
+	return 0;
+}
 
-		if (m->ndocs == 0) {
-			snprintf(m->filters, sizeof(m->filters), "%s", fs);
-			m->filters_obj = f ? json_object_get(f) : NULL;
-		} else if (strcmp(fs, m->filters)) {
-			m->filters_mixed = true;
-		}
+/* meta.filters: the first document's, or "mixed" once another differs. */
+static void merge_filters(struct merge *m, json_object *meta)
+{
+	json_object *f = get(meta, "filters", json_type_object);
+	const char *fs = f ? json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN) : "";
+
+	if (m->ndocs == 0) {
+		snprintf(m->filters, sizeof(m->filters), "%s", fs);
+		m->filters_obj = f ? json_object_get(f) : NULL;
+	} else if (strcmp(fs, m->filters)) {
+		m->filters_mixed = true;
 	}
-	attach = get(meta, "attach", json_type_object);
+}
+
+/* meta.attach: a tracepoint attached by some inputs only, or as another type, is "mixed". */
+static int merge_attach(struct merge *m, json_object *meta)
+{
+	json_object *attach = get(meta, "attach", json_type_object);
+	bool seen[LH_MAX_ATTACH] = { false };
+	struct lh_meta *mt = &m->r.meta;
+
 	if (!attach)
 		return bad(m, "meta.attach is not an object");
-	{
-		/* a tracepoint attached by some inputs only, or as another type, is "mixed" */
-		bool seen[LH_MAX_ATTACH] = { false };
-		struct lh_meta *mt = &m->r.meta;
+	json_object_object_foreach(attach, tp, type) {
+		int i;
 
-		json_object_object_foreach(attach, tp, type) {
-			int i;
-
-			for (i = 0; i < mt->nattach && strcmp(m->attach_tp[i], tp); i++)
-				;
-			if (i == mt->nattach) {
-				if (i == LH_MAX_ATTACH || !tp[0] ||
-				    strlen(tp) >= sizeof(m->attach_tp[0]))
-					continue;
-				snprintf(m->attach_tp[i], sizeof(m->attach_tp[0]), "%s", tp);
-				snprintf(m->attach_type[i], sizeof(m->attach_type[0]), "mixed");
-				mt->attach[i].tracepoint = m->attach_tp[i];
-				mt->attach[i].type = m->attach_type[i];
-				mt->nattach++;
-			} else if (!json_object_is_type(type, json_type_string) ||
-				   strcmp(m->attach_type[i], json_object_get_string(type))) {
-				snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
-			}
-			seen[i] = true;
+		for (i = 0; i < mt->nattach && strcmp(m->attach_tp[i], tp); i++)
+			;
+		if (i == mt->nattach) {
+			if (i == LH_MAX_ATTACH || !tp[0] || strlen(tp) >= sizeof(m->attach_tp[0]))
+				continue;
+			snprintf(m->attach_tp[i], sizeof(m->attach_tp[0]), "%s", tp);
+			snprintf(m->attach_type[i], sizeof(m->attach_type[0]), "mixed");
+			mt->attach[i].tracepoint = m->attach_tp[i];
+			mt->attach[i].type = m->attach_type[i];
+			mt->nattach++;
+		} else if (!json_object_is_type(type, json_type_string) ||
+			   strcmp(m->attach_type[i], json_object_get_string(type))) {
+			snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
 		}
-		for (int i = 0; i < mt->nattach; i++)
-			if (!seen[i])
-				snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
+		seen[i] = true;
 	}
-	{
-		json_object *an = get(meta, "anonymized", json_type_boolean);
-		bool anon = an && json_object_get_boolean(an);
-		char host[65];
+	for (int i = 0; i < mt->nattach; i++)
+		if (!seen[i])
+			snprintf(m->attach_type[i], sizeof(m->attach_type[i]), "mixed");
+	return 0;
+}
 
-		if (m->ndocs == 0)
-			m->anonymized = anon;
-		else if (anon != m->anonymized)
-			return unmergeable(m, "is%s anonymized and the first document is%s: their "
-					   "keys cannot match; merge the raw documents (with "
-					   "--anonymize if the merge is to be shared)", anon ? "" : " not",
-					   anon ? " not" : "");
-		uint64_t ex;
+/* What the inputs say of themselves: anonymized (all or none), the -p/-t task's
+ * exit (the earliest), what was not checked (the first), host and kernel
+ * ("mixed" when they differ), CPUs (the most), the span (first start, last end). */
+static int merge_context(struct merge *m, json_object *meta, uint64_t start, uint64_t dur)
+{
+	json_object *an = get(meta, "anonymized", json_type_boolean);
+	bool anon = an && json_object_get_boolean(an);
+	char host[65], k[128];
+	uint64_t ex, ncpus;
 
-		/* the -p/-t task exited: the earliest exit the inputs saw */
-		if (!get_u64(meta, "filter_exit_realtime_ns", &ex) && ex &&
-		    (!m->r.meta.filter_exit_realtime_ns || ex < m->r.meta.filter_exit_realtime_ns))
-			m->r.meta.filter_exit_realtime_ns = ex;
-		/* what some input's kernel kept it from checking: said in the merge too */
-		if (!m->r.meta.unchecked[0] &&
-		    get_str(meta, "unchecked", m->r.meta.unchecked, sizeof(m->r.meta.unchecked)))
-			m->r.meta.unchecked[0] = 0;
-		for (char *k = m->r.meta.unchecked; *k; k++)
-			if ((unsigned char)*k < 0x20 || (unsigned char)*k > 0x7e)
-				*k = '?';
-		if (get_str(meta, "host", host, sizeof(host)))
-			snprintf(host, sizeof(host), "?");
-		if (m->ndocs == 0)
-			snprintf(m->host, sizeof(m->host), "%s", host);
-		else if (strcmp(host, m->host))
-			snprintf(m->host, sizeof(m->host), "mixed");
-	}
-	err = add_parts(m, meta);
-	if (err)
-		return err;
+	if (m->ndocs == 0)
+		m->anonymized = anon;
+	else if (anon != m->anonymized)
+		return unmergeable(m, "is%s anonymized and the first document is%s: their keys "
+				   "cannot match; merge the raw documents (with --anonymize if the "
+				   "merge is to be shared)", anon ? "" : " not", anon ? " not" : "");
+	if (!get_u64(meta, "filter_exit_realtime_ns", &ex) && ex &&
+	    (!m->r.meta.filter_exit_realtime_ns || ex < m->r.meta.filter_exit_realtime_ns))
+		m->r.meta.filter_exit_realtime_ns = ex;
+	if (!m->r.meta.unchecked[0] &&
+	    get_str(meta, "unchecked", m->r.meta.unchecked, sizeof(m->r.meta.unchecked)))
+		m->r.meta.unchecked[0] = 0;
+	for (char *c = m->r.meta.unchecked; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
+	if (get_str(meta, "host", host, sizeof(host)))
+		snprintf(host, sizeof(host), "?");
+	if (m->ndocs == 0)
+		snprintf(m->host, sizeof(m->host), "%s", host);
+	else if (strcmp(host, m->host))
+		snprintf(m->host, sizeof(m->host), "mixed");
+	if (strcmp(m->kernel, "mixed") &&
+	    (get_str(meta, "kernel", k, sizeof(k)) || strcmp(k, m->kernel)))
+		snprintf(m->kernel, sizeof(m->kernel), "mixed");
 	if (!get_u64(meta, "ncpus", &ncpus) && ncpus > (uint64_t)m->r.meta.ncpus)
 		m->r.meta.ncpus = (int)(ncpus > 1 << 20 ? 1 << 20 : ncpus);
 	if (!m->first_start || start < m->first_start)
@@ -809,25 +793,16 @@ static int add_doc(struct merge *m, json_object *doc)
 	m->doc_start = start ? start : 1;	/* 0 would mean "unknown" */
 	if (start + dur > m->last_end)
 		m->last_end = start + dur;
-	if (strcmp(m->kernel, "mixed")) {
-		char k[128];
+	return 0;
+}
 
-		if (get_str(meta, "kernel", k, sizeof(k)) || strcmp(k, m->kernel))
-			snprintf(m->kernel, sizeof(m->kernel), "mixed");
-	}
-	m->ndocs++;
-	if (m->heat) {
-		uint64_t lost = 0;
+/* loss: every counter the tool knows, added (refused past 2^64), paired <= events;
+ * the kernel gap per CPU and the losses charged to keys. */
+static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
+{
+	uint64_t own[LH_NR_COUNTERS] = { 0 };
+	int err;
 
-		get_u64(loss, "lost", &lost);	/* marks the column; checked as a counter below */
-		if (lh_heatmap_column(m->heat, start, dur, lost))
-			return -ENOMEM;
-	}
-	for (size_t i = 0; i < json_object_array_length(hists); i++) {
-		err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp);
-		if (err)
-			return err;
-	}
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = lh_counter_info(i);
 		uint64_t v;
@@ -849,10 +824,51 @@ static int add_doc(struct merge *m, json_object *doc)
 		return bad(m, "loss.paired %" PRIu64 " is more than loss.events %" PRIu64 ": every "
 			   "paired event is an event", own[LH_EV_PAIRED], own[LH_EV_ENDS]);
 	err = add_gaps(m, loss, ncpus);
-	if (err)
+	return err ? err : add_charges(m, loss);
+}
+
+/* One document: checked, then merged into m (an error leaves m to be freed). */
+static int add_doc(struct merge *m, json_object *doc)
+{
+	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss;
+	uint64_t start = 0, dur = 0, ncpus = 0;
+	char schema[16];
+	struct lh_hist tmp;
+	int err;
+
+	m->line++;
+	if (get_str(doc, "schema", schema, sizeof(schema)) || strcmp(schema, LH_SCHEMA))
+		return bad(m, "not a %s document (no \"schema\": \"%s\")", LH_SCHEMA, LH_SCHEMA);
+	hs = get(meta, "hist_scheme", json_type_object);
+	hists = get(doc, "histograms", json_type_array);
+	loss = get(doc, "loss", json_type_object);
+	if (!meta || !hs || !hists || !loss)
+		return bad(m, "meta, meta.hist_scheme, histograms or loss is missing");
+	if (!m->have && (err = first_meta(m, meta, hs)))
 		return err;
-	err = add_charges(m, loss);
-	if (err)
+	if ((err = same_kind(m, meta, hs)))
+		return err;
+	if (get_u64(meta, "start_realtime_ns", &start))
+		return bad(m, "meta.start_realtime_ns is not a number of ns");
+	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
+		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
+	merge_filters(m, meta);
+	if ((err = merge_attach(m, meta)) || (err = merge_context(m, meta, start, dur)) ||
+	    (err = add_parts(m, meta)))
+		return err;
+	get_u64(meta, "ncpus", &ncpus);
+	m->ndocs++;
+	if (m->heat) {
+		uint64_t lost = 0;
+
+		get_u64(loss, "lost", &lost);	/* marks the column; checked as a counter below */
+		if (lh_heatmap_column(m->heat, start, dur, lost))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < json_object_array_length(hists); i++)
+		if ((err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp)))
+			return err;
+	if ((err = merge_loss(m, loss, ncpus)))
 		return err;
 	if (get(doc, "counters", json_type_array))
 		m->pmu_dropped = true;
@@ -1095,7 +1111,16 @@ int lh_report_parse_buffer(const char *buf, size_t len)
 	return err;
 }
 
-int report_main(int argc, char **argv)
+/* report's options (what a test can reach without a merge). */
+struct report_opts {
+	struct lh_common_opts c;
+	const char *heatmap;		/* --heatmap SVG */
+	const char *heat_hist;		/* --heatmap-hist NAME */
+	int first;			/* argv index of the first input */
+};
+
+/* Options into o: 0, -1 after -h, or an exit status (usage error said). */
+static int report_options(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
@@ -1106,49 +1131,59 @@ int report_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct lh_common_opts c;
-	struct merge m = {};
-	const char *heatmap = NULL;
-	int opt, err = 0, rc = LH_EXIT_OK;
+	int opt;
 
-	lh_common_defaults(&c);
-	c.verb = TOOL;
+	lh_common_defaults(&o->c);
+	o->c.verb = TOOL;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 		case 'o':
-			if (lh_common_opt(&c, opt, optarg, TOOL) < 0)
+			if (lh_common_opt(&o->c, opt, optarg, TOOL) < 0)
 				return LH_EXIT_USAGE;
 			break;
 		case OPT_HEATMAP:
 			if (lh_check_file_opt("--heatmap", optarg, "an SVG file", TOOL))
 				return LH_EXIT_USAGE;
-			heatmap = optarg;
+			o->heatmap = optarg;
 			break;
 		case OPT_HEATMAP_HIST:
-			m.heat_hist = optarg;
+			o->heat_hist = optarg;
 			break;
 		case OPT_ANONYMIZE:
 			if (lh_anon_check_env(TOOL))
 				return LH_EXIT_USAGE;
-			c.anonymize = true;
+			o->c.anonymize = true;
 			break;
 		case 'h':
 			fputs(report_help, stdout);
-			return LH_EXIT_OK;
+			return -1;
 		default:
 			lh_bad_option(TOOL, opt, argv);
 			return LH_EXIT_USAGE;
 		}
 	}
+	o->first = optind;
 	if (optind >= argc) {
 		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
 		return LH_EXIT_USAGE;
 	}
-	for (int i = optind + 1; i < argc; i++)
-		for (int j = optind; j < i; j++)
+	if (o->heat_hist && !o->heatmap) {
+		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
+		return LH_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* No input twice, no output over an input or the other output: 0, or an exit status. */
+static int report_paths(int argc, char **argv, const struct report_opts *o)
+{
+	const char *out = o->c.output;
+
+	for (int i = o->first + 1; i < argc; i++)
+		for (int j = o->first; j < i; j++)
 			if (!strcmp(argv[i], "-") && !strcmp(argv[j], "-")) {
 				lh_usage_error(TOOL, "'-' (standard input) is given twice; it can be "
 					       "read once");
@@ -1158,34 +1193,48 @@ int report_main(int argc, char **argv)
 					       "would be counted twice)", argv[i]);
 				return LH_EXIT_USAGE;
 			}
-	for (int i = optind; c.output && strcmp(c.output, "-") && i < argc; i++)
-		if (lh_same_file(c.output, argv[i])) {
-			lh_usage_error(TOOL, "-o '%s' is also an input; give another file", c.output);
+	for (int i = o->first; out && strcmp(out, "-") && i < argc; i++)
+		if (lh_same_file(out, argv[i])) {
+			lh_usage_error(TOOL, "-o '%s' is also an input; give another file", out);
 			return LH_EXIT_USAGE;
 		}
-	if (lh_stdout_closed && (!c.output || !strcmp(c.output, "-"))) {
+	if (lh_stdout_closed && (!out || !strcmp(out, "-"))) {
 		fprintf(stderr, "lathist report: standard output is closed; give -o FILE\n");
 		return LH_EXIT_RUNTIME;
 	}
-	for (int i = optind; heatmap && i <= argc; i++) {
+	for (int i = o->first; o->heatmap && i <= argc; i++) {
 		/* every input, then (i == argc) the -o file */
-		const char *other = i < argc ? argv[i] : c.output;
+		const char *other = i < argc ? argv[i] : out;
 
-		if (other && lh_same_file(heatmap, other)) {
+		if (other && lh_same_file(o->heatmap, other)) {
 			lh_usage_error(TOOL, "--heatmap '%s' names an input or the -o file; give "
-				       "another file", heatmap);
+				       "another file", o->heatmap);
 			return LH_EXIT_USAGE;
 		}
 	}
-	if (m.heat_hist && !heatmap) {
-		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
-		return LH_EXIT_USAGE;
-	}
+	return 0;
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report_opts ro = {};
+	struct lh_common_opts c;
+	struct merge m = {};
+	const char *heatmap;
+	int err = 0, rc = report_options(argc, argv, &ro);
+
+	if (rc)
+		return rc < 0 ? LH_EXIT_OK : rc;
+	if ((rc = report_paths(argc, argv, &ro)))
+		return rc;
+	c = ro.c;
+	heatmap = ro.heatmap;
+	m.heat_hist = ro.heat_hist;
 	if (heatmap && !(m.heat = lh_heatmap_new())) {
 		fprintf(stderr, "lathist report: out of memory\n");
 		return LH_EXIT_RUNTIME;
 	}
-	for (int i = optind; i < argc && !err; i++)
+	for (int i = ro.first; i < argc && !err; i++)
 		err = read_file(&m, argv[i]);
 	if (err) {
 		rc = LH_EXIT_RUNTIME;

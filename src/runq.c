@@ -909,7 +909,8 @@ static int runq_main(int argc, char **argv)
 	size_t value_size = 0;
 	void *skel;
 	char what[64];
-	int err, ntypes;
+	int err, ntypes, rc = LH_EXIT_RUNTIME;
+	bool counters_open = false;
 
 	err = runq_parse_args(argc, argv, &o);
 	if (err)
@@ -930,10 +931,9 @@ static int runq_main(int argc, char **argv)
 			 "task iterators do not load here (%s), so the start and end sweeps did "
 			 "not run: waits of tasks with no event seen at the ends of the run "
 			 "(missed_wait) and hidden_tasks are not counted", strerror(-x.iter_err));
-	if (o.npmu && open_counters(&x, &s.report.meta)) {
-		free(x.pmu_fds);
-		return LH_EXIT_RUNTIME;
-	}
+	if (o.npmu && open_counters(&x, &s.report.meta))
+		goto out;	/* what it opened it closed, and said why */
+	counters_open = o.npmu > 0;
 	s.read_hists = read_hists;
 	s.sweep = sweep;
 	s.max_value_size = sizeof(struct lh_pmu_val);
@@ -941,24 +941,22 @@ static int runq_main(int argc, char **argv)
 	s.tool = &x;
 	err = lh_load_first(TOOL, &o.c, types, ntypes, &skel_ops, &x, &skel, &type, &value_size);
 	if (!skel)
-		return LH_EXIT_RUNTIME;
+		goto out;
 	x.skel = skel;
 	meta_attach(&s.report.meta, type);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
-	if (!err && o.npmu && fill_counters(&x)) {
-		runq_bpf__destroy(x.skel);
-		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);
-		free(x.pmu_fds);
-		return LH_EXIT_RUNTIME;
-	}
+	if (!err && o.npmu && fill_counters(&x))
+		goto out;
 	snprintf(what, sizeof(what), "runqueue latency (%s)", lh_attach_name(type));
-	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
-	runq_bpf__destroy(x.skel);
-	if (x.pmu_fds)
+	rc = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
+out:
+	if (x.skel)
+		runq_bpf__destroy(x.skel);
+	if (counters_open)
 		lh_pmu_close(x.pmu_fds, o.npmu, x.ncpus);
 	free(x.pmu_fds);
-	return err;
+	return rc;
 }
 
 static const char *const runq_groupings[] = { "process", "thread", "cpu", NULL };
