@@ -21,13 +21,19 @@ OUT := build
 PYTHON ?= /usr/bin/python3
 
 TOOLS := runq bio
-LIB_SRCS := src/hist.c src/counters.c src/report.c src/render_text.c src/render_json.c src/render_csv.c src/render_openmetrics.c src/session.c \
-	src/util.c src/cli.c src/bpfcommon.c src/tool.c src/recorder.c src/pmu.c src/report_cmd.c src/heatmap.c src/anonymize.c src/doctor.c \
-	src/registry.c
-TOOL_SRCS := $(addprefix src/,$(addsuffix .c,$(TOOLS)))
+# src/: the core (dispatch, options, session, registry, BPF helpers, counters,
+# records, perf events, doctor); src/report/: the report model, its merge and
+# renderers; src/tools/: one loader per tool
+CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c pmu.c \
+	doctor.c
+REPORT_SRCS := hist.c report.c render_text.c render_json.c render_csv.c render_openmetrics.c \
+	report_cmd.c heatmap.c anonymize.c
+LIB_SRCS := $(addprefix src/,$(CORE_SRCS)) $(addprefix src/report/,$(REPORT_SRCS))
+TOOL_SRCS := $(addprefix src/tools/,$(addsuffix .c,$(TOOLS)))
 
 CFLAGS ?= -O2 -g
-CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -I$(OUT)
+CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/report \
+	-Isrc/tools -I$(OUT)
 LIBS := $(shell pkg-config --libs libbpf json-c libcrypto 2>/dev/null || echo -lbpf -ljson-c -lcrypto) -lelf -lz -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall \
 	-Wno-unused-function
@@ -35,7 +41,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(A
 LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
 TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
-HEADERS := $(wildcard include/*.h src/*.h)
+HEADERS := $(wildcard include/*.h src/*.h src/*/*.h)
 
 .PHONY: all run check deps test-deps unit integration vmlinux bench bench-compare clean fuzz static \
 	man install
@@ -59,10 +65,11 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
 $(OUT)/%.o: src/%.c | $(OUT)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(foreach t,$(TOOLS),$(eval $(OUT)/$(t).o: $(OUT)/$(t).skel.h))
--include $(wildcard $(OUT)/*.d)
+$(foreach t,$(TOOLS),$(eval $(OUT)/tools/$(t).o: $(OUT)/$(t).skel.h))
+-include $(wildcard $(OUT)/*.d $(OUT)/*/*.d)
 
 lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
@@ -126,7 +133,7 @@ $(OUT)/tests/runq_synth: tests/bpf/runq_synth.c $(OUT)/tests/faketask.skel.h $(O
 
 # libFuzzer target for lathist report's reader (clang, ASan + UBSan), all sources rebuilt
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -I$(OUT)
+	-std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/report -Isrc/tools -I$(OUT)
 $(OUT)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRCS) $(TOOL_SRCS) $(HEADERS) $(SKELS)
 	@mkdir -p $(OUT)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(LIB_SRCS) $(TOOL_SRCS) $(LIBS) -o $@

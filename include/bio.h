@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Types shared by bpf/bio.bpf.c and src/bio.c. */
+/* Types shared by bpf/bio.bpf.c and src/tools/bio.c. */
 #ifndef LATHIST_BIO_H
 #define LATHIST_BIO_H
 

@@ -6,7 +6,7 @@
  * lh_slot() indexes an integer x: with precision p (0..LH_MAX_PRECISION),
  * each power of two [2^m, 2^(m+1)) is split into 2^p equal sub-slots; x below
  * 2^p gets one slot each; x of 2^(LH_TOP_MSB+1) and more share the last slot.
- * Slot i spans [lo_i, hi_i) of x (lh_slot_lo/hi in src/hist.c).
+ * Slot i spans [lo_i, hi_i) of x (lh_slot_lo/hi in src/report/hist.c).
  *
  * A latency v (ns) goes to slot lh_slot((v - 1) / unit_ns) (lh_value_slot):
  * slot i then holds exactly lo_i x unit < v <= hi_i x unit, and slot 0 also

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Types shared by bpf/runq.bpf.c and src/runq.c. */
+/* Types shared by bpf/runq.bpf.c and src/tools/runq.c. */
 #ifndef LATHIST_RUNQ_H
 #define LATHIST_RUNQ_H
 

@@ -15,7 +15,7 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
-/* lathist report (src/report_cmd.c): the verb, and its reader alone for the
+/* lathist report (src/report/report_cmd.c): the verb, and its reader alone for the
  * fuzz target: parse and merge every document in buf, render each format to
  * /dev/null; 0 or a negative errno (bad input said on stderr). */
 int report_main(int argc, char **argv);

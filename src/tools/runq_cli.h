@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lathist runq options (parsed in src/runq.c; exposed for unit tests). */
+/* lathist runq options (parsed in src/tools/runq.c; exposed for unit tests). */
 #ifndef LATHIST_RUNQ_CLI_H
 #define LATHIST_RUNQ_CLI_H
 

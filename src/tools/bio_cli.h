@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lathist bio options (parsed in src/bio.c; exposed for unit tests). */
+/* lathist bio options (parsed in src/tools/bio.c; exposed for unit tests). */
 #ifndef LATHIST_BIO_CLI_H
 #define LATHIST_BIO_CLI_H
 
