@@ -57,8 +57,13 @@ def check_direct(dev, row, delta, doc):
     # per process: every request once, bytes taken at issue (C6: never 0); a request whose
     # completion had no event (a kernel gap) is missing only as a reported loss
     c, b = sums(doc, "total", pid=pid, disk=dev.name)
+    others = {h["key"].get("pid"): h["count"] for h in doc["histograms"]
+              if h["name"] == "total" and h["key"].get("disk") == dev.name and
+              h["key"].get("pid") != pid}
     check(closes(c, READS + WRITES, lost),
-          f"{dev.name}: pid {pid} total count {c}, want {READS + WRITES}, lost {lost}")
+          f"{dev.name}: pid {pid} total count {c}, want {READS + WRITES}, lost {lost}; "
+          f"other pids on the disk {others}; attach {doc['meta']['attach']}; "
+          f"loss {doc['loss']}")
     check(b == READS * RSIZE + WRITES * WSIZE or (lost and b < READS * RSIZE + WRITES * WSIZE),
           f"{dev.name}: pid {pid} bytes {b}, want {READS * RSIZE + WRITES * WSIZE}")
     for op, n, size in (("read", READS, RSIZE), ("write", WRITES, WSIZE)):

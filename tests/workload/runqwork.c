@@ -56,15 +56,13 @@ static void sleep_ns(uint64_t ns)
 }
 
 /* This thread's schedstat: on-CPU ns, run_delay ns, pcount. */
-static void schedstat(unsigned long long *oncpu, unsigned long long *delay,
-		      unsigned long long *pcount)
+static void schedstat_of(const char *path, unsigned long long *oncpu, unsigned long long *delay,
+			 unsigned long long *pcount)
 {
-	pid_t tid = (pid_t)syscall(SYS_gettid);
-	char path[96], line[256];
+	char line[256];
 	int fd, n;
 
 	*oncpu = *delay = *pcount = 0;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return;
@@ -74,6 +72,16 @@ static void schedstat(unsigned long long *oncpu, unsigned long long *delay,
 		line[n] = 0;
 		sscanf(line, "%llu %llu %llu", oncpu, delay, pcount);
 	}
+}
+
+/* This thread's schedstat. */
+static void schedstat(unsigned long long *oncpu, unsigned long long *delay,
+		      unsigned long long *pcount)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+	schedstat_of(path, oncpu, delay, pcount);
 }
 
 /* pcount when the measured part began (pipe reader: after joining the cgroup) */
@@ -107,23 +115,30 @@ static void reports_print(void)
 }
 
 /* Read this thread's schedstat and append one JSON line to the shared reports. */
-static void report(const char *role, int index)
+/* One report line with the figures given (tid, pid: whose they are). */
+static void report_line(const char *role, int index, long tid, long pid,
+			unsigned long long oncpu, unsigned long long delay, unsigned long long pcount)
 {
-	unsigned long long oncpu, delay, pcount;
 	char line[320];
 	unsigned long off;
 	int n;
 
-	schedstat(&oncpu, &delay, &pcount);
 	n = snprintf(line, sizeof(line),
-		     "{\"role\":\"%s\",\"index\":%d,\"tid\":%ld,\"pid\":%d,\"oncpu_ns\":%llu,"
+		     "{\"role\":\"%s\",\"index\":%d,\"tid\":%ld,\"pid\":%ld,\"oncpu_ns\":%llu,"
 		     "\"run_delay_ns\":%llu,\"pcount\":%llu,\"base_pcount\":%llu}\n",
-		     role, index, (long)syscall(SYS_gettid), getpid(), oncpu, delay, pcount,
-		     base_pcount);
+		     role, index, tid, pid, oncpu, delay, pcount, base_pcount);
 	off = __atomic_fetch_add(report_len, (unsigned long)n, __ATOMIC_RELAXED);
 	if (off + (unsigned long)n > REPORT_BYTES)
 		_exit(3);
 	memcpy(reports + off, line, (size_t)n);
+}
+
+static void report(const char *role, int index)
+{
+	unsigned long long oncpu, delay, pcount;
+
+	schedstat(&oncpu, &delay, &pcount);
+	report_line(role, index, (long)syscall(SYS_gettid), (long)getpid(), oncpu, delay, pcount);
 }
 
 /* ---- mix ---- */
@@ -205,14 +220,13 @@ static pid_t clone_with_tid(pid_t tid)
 }
 
 /* A child whose pid a later child takes again: sleeps and wakes 20 times. */
-static void reuse_child(int index)
+static void reuse_child(void)
 {
 	for (int i = 0; i < 20; i++) {
 		sleep_ns(500000);
 		spin_ns(20000);
 	}
-	report("reuse", index);
-	_exit(0);
+	_exit(0);	/* its figures are read by its parent once it is dead (run_reuse) */
 }
 
 static int run_reuse(int n)
@@ -253,8 +267,21 @@ static int run_reuse(int n)
 			return 1;
 		}
 		if (pid == 0)
-			reuse_child(i);
+			reuse_child();
 		want = pid;
+		{
+			/* dead but not reaped: its schedstat is final, exit path included,
+			 * so no wait of it comes after the reading */
+			siginfo_t info;
+			unsigned long long oncpu, delay, pcount;
+			char path[64];
+
+			if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT))
+				return 1;
+			snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+			schedstat_of(path, &oncpu, &delay, &pcount);
+			report_line("reuse", i, pid, pid, oncpu, delay, pcount);
+		}
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 			return 1;
 	}
