@@ -686,8 +686,8 @@ static int add_parts(struct merge *m, json_object *meta)
 /* The tool, slot scheme and grouping: what a document must share with the first. */
 static int same_kind(struct merge *m, json_object *meta, json_object *hs)
 {
-	char tool[8], unit[4], g[16];
-	uint64_t p, unit_ns;
+	char tool[8] = "?", unit[4] = "?", g[16] = "?";	/* printed even when missing */
+	uint64_t p = 0, unit_ns = 0;
 
 	if (get_str(meta, "tool", tool, sizeof(tool)) || strcmp(tool, m->tool))
 		return unmergeable(m, "a %s document cannot merge with %s documents: merge the "
