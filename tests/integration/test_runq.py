@@ -298,7 +298,9 @@ def test_interval_loses_nothing():
     rc, out, err = tool.stop()
     check(rc == 0, f"rc {rc}: {err}")
     docs = [json.loads(line) for line in out.splitlines() if line.strip()]
-    check(len(docs) >= 8, f"only {len(docs)} intervals")
+    # about 10 flips; at least one is needed to test them (under perf bench on the other
+    # CPU this kernel has left the loader unscheduled for seconds: few, long intervals)
+    check(len(docs) >= 2, f"only {len(docs)} interval: no flip to test")
     check([d["meta"]["interval_index"] for d in docs] == list(range(1, len(docs) + 1)),
           "interval indexes are not 1, 2, ...")
     total = {}
