@@ -134,7 +134,9 @@ static __always_inline int req_start(struct request *rq, __u64 now, bool at_issu
 		r = bpf_map_lookup_elem(&bio_requests, &key);
 		if (!r)
 			return -1;
-		c->v[r->issued_ns ? LH_LOSS_MISSED_COMPLETION : LH_EV_BIO_MERGED]++;
+		/* a request -p, --cgroup or --disk left out is not a loss of this run */
+		if (!(r->flags & BIO_REQ_FILTERED))
+			c->v[r->issued_ns ? LH_LOSS_MISSED_COMPLETION : LH_EV_BIO_MERGED]++;
 		*r = init;
 		if (out)
 			*out = r;
@@ -552,7 +554,11 @@ static __always_inline long tp_put(struct bio_tp_key *k, struct bio_req *v, stru
 	long err = bpf_map_update_elem(&bio_tp_requests, k, v, BPF_NOEXIST);
 
 	if (err == -EEXIST) {
-		c->v[LH_LOSS_OVERWRITTEN]++;
+		struct bio_req *old = bpf_map_lookup_elem(&bio_tp_requests, k);
+
+		/* a request the filters left out is not a loss of this run */
+		if (!old || !(old->flags & BIO_REQ_FILTERED))
+			c->v[LH_LOSS_OVERWRITTEN]++;
 		err = bpf_map_update_elem(&bio_tp_requests, k, v, BPF_EXIST);
 	}
 	return err;

@@ -456,3 +456,16 @@ def test_flushes_every_path():
         # each write completes once more, with 0 bytes, when its flush sequence ends:
         # not an end (formerly miscounted as a request from before tracing)
         check(d["loss"]["unpaired_before_trace"] == 0, f"{a}: {d['loss']}")
+
+
+def test_filtered_request_is_not_a_loss():
+    """A request -p (--cgroup) leaves out whose completion came with no event is not a
+    loss of the run when its struct comes back (before: missed_completion, so a -p run
+    reported losses from other processes' I/O)."""
+    import os
+    exe = os.path.join(os.path.dirname(BIOWORK), "bio_synth")
+    p = subprocess.run([exe, "filtered"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"bio_synth: {p.stderr}")
+    s = json.loads(p.stdout.splitlines()[-1])
+    check(s["step"] == "filtered_missed_completion" and s["created"] == 2 and
+          s["missed_completion"] == 0 and s["lost"] == 0, f"filtered {s}")

@@ -103,8 +103,12 @@ def test_synthetic_kernel_gaps():
         if not name.startswith("keyed_"):
             check(hist_count == want.get("paired", 0), f"{name}: {hist_count} waits in the "
                                                         f"histograms, paired {want.get('paired', 0)}")
-        # the steps' real waits last microseconds; the false one would be >= 5 ms
-        check(hist_max < 5_000_000, f"{name}: a wait of {hist_max} ns was paired")
+        # the false wait (>= 5 ms, the harness sleeps between its events) is never paired:
+        # that step pairs nothing at all. Other steps' real waits last as long as the
+        # harness takes between two events, which under load can pass 5 ms: not timed
+        if name.endswith("switched_since_start"):
+            check(hist_max == 0 and hist_count == 0, f"{name}: a wait of {hist_max} ns was "
+                  f"paired")
         check(entry == (name != "dead"), f"{name}: pid entry left: {entry}")
 
 
