@@ -452,7 +452,9 @@ def test_flushes_every_path():
           f"no flushes to compare: {got}")
     check(got["raw_tp"] == got["tp_btf"] == got["tracepoint"], f"per op: {got}")
     for a, d in zip(ATTACH, docs):
-        check(d["loss"]["lost"] == 0 and d["loss"]["requeued"] == 0, f"{a}: {d['loss']}")
+        # a flush taken for a requeue would make ~100; the driver's own requeues (loop
+        # under load: BLK_STS_RESOURCE) are a few at most
+        check(d["loss"]["lost"] == 0 and d["loss"]["requeued"] < 10, f"{a}: {d['loss']}")
         # each write completes once more, with 0 bytes, when its flush sequence ends:
         # not an end (formerly miscounted as a request from before tracing)
         check(d["loss"]["unpaired_before_trace"] == 0, f"{a}: {d['loss']}")
