@@ -305,6 +305,7 @@ int lh_task_start_ticks(uint32_t tid, uint64_t *ticks)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start;
+	char state;
 	ssize_t len;
 	int fd;
 
@@ -319,11 +320,12 @@ int lh_task_start_ticks(uint32_t tid, uint64_t *ticks)
 	buf[len] = 0;
 	/* after the comm, which may hold spaces and parentheses: field 3 on */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", &start) != 1)
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &state, &start) != 2)
 		return -EINVAL;
 	*ticks = start;
-	return 0;
+	/* a zombie (or dead) task has exited: nothing of it runs any more */
+	return state == 'Z' || state == 'X' || state == 'x' ? -ESRCH : 0;
 }
 
 uint64_t lh_tick_ns(void)

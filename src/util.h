@@ -63,7 +63,8 @@ int lh_write_atomic(const char *path, const char *data, size_t len);
  * Task tid's start time as /proc/TID/stat shows it (field 22: clock ticks of
  * sysconf(_SC_CLK_TCK) since boot; the kernel's task->start_boottime, plus a
  * time namespace's boottime offset, divided by NSEC_PER_SEC / USER_HZ).
- * 0, or -ENOENT when the task is gone (another negative errno on a bad read).
+ * 0, or -ENOENT when the task is gone, -ESRCH when it has exited but is not
+ * reaped yet (a zombie; *ticks is set), another negative errno on a bad read.
  */
 int lh_task_start_ticks(uint32_t tid, uint64_t *ticks);
 

@@ -61,12 +61,12 @@ int lh_anon_init(struct lh_anon *a, const char *tool)
 		memcpy(a->salt, env, a->salt_len);
 		return 0;
 	}
-	fd = open(LH_ANON_SALT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(LH_ANON_SALT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT) {
 		err = create_salt(a);
 		if (err != -EEXIST)
 			goto done;
-		fd = open(LH_ANON_SALT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open(LH_ANON_SALT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	}
 	if (fd < 0) {
 		err = -errno;
@@ -74,6 +74,19 @@ int lh_anon_init(struct lh_anon *a, const char *tool)
 	}
 	{
 		unsigned char buf[sizeof(a->salt) + 1];
+		struct stat st;
+
+		/* a secret: a regular file (never a FIFO that would hang the read) that
+		 * only its owner reads */
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+			err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : -EACCES;
+			close(fd);
+			fprintf(stderr, "lathist %s: --anonymize: the salt %s %s; %s\n", tool,
+				LH_ANON_SALT_FILE, err == -EACCES ? "can be read by others" :
+				"is not a regular file", err == -EACCES ? "chmod 600 it, or remove it "
+				"to make a new one" : "remove it to make a new one");
+			return err;
+		}
 
 		n = read(fd, buf, sizeof(buf));
 		err = n < 0 ? -errno : n < LH_ANON_SALT_MIN || n > LH_ANON_SALT_MAX ? -EINVAL : 0;

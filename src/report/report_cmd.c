@@ -596,9 +596,10 @@ static int parse_part(struct merge *m, json_object *o, const char *where, struct
  * lathist before run ids), and the same interval or spans that overlap. */
 static bool same_coverage(const struct lh_part *a, const struct lh_part *b)
 {
-	if (strcmp(a->run_id, b->run_id))
+	/* a part with no run id cannot be told from a copy of any run's */
+	if (a->run_id[0] && b->run_id[0] && strcmp(a->run_id, b->run_id))
 		return false;
-	if (a->interval_index == b->interval_index && a->run_id[0])
+	if (a->interval_index == b->interval_index && a->run_id[0] && !strcmp(a->run_id, b->run_id))
 		return true;
 	return a->start_realtime_ns < b->start_realtime_ns + b->duration_ns &&
 	       b->start_realtime_ns < a->start_realtime_ns + a->duration_ns;
@@ -665,9 +666,10 @@ static int add_parts(struct merge *m, json_object *meta)
 		err = parse_part(m, meta, "meta", &p);
 		return err ? err : add_part(m, &p);
 	}
-	if (!json_object_is_type(parts, json_type_array) ||
+	if (!json_object_is_type(parts, json_type_array) || !json_object_array_length(parts) ||
 	    get(meta, "run_id", json_type_string))
-		return bad(m, "meta.parts is not a list, or comes with a meta.run_id");
+		return bad(m, "meta.parts is not a list of what the merge covers, or comes with a "
+			   "meta.run_id");
 	for (size_t i = 0; i < json_object_array_length(parts); i++) {
 		json_object *e = json_object_array_get_idx(parts, i);
 
@@ -771,12 +773,21 @@ static int merge_context(struct merge *m, json_object *meta, uint64_t start, uin
 	if (!get_u64(meta, "filter_exit_realtime_ns", &ex) && ex &&
 	    (!m->r.meta.filter_exit_realtime_ns || ex < m->r.meta.filter_exit_realtime_ns))
 		m->r.meta.filter_exit_realtime_ns = ex;
-	if (!m->r.meta.unchecked[0] &&
-	    get_str(meta, "unchecked", m->r.meta.unchecked, sizeof(m->r.meta.unchecked)))
-		m->r.meta.unchecked[0] = 0;
-	for (char *c = m->r.meta.unchecked; *c; c++)
-		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
-			*c = '?';
+	{
+		/* every input's, once each: what one did not see is not another's */
+		char u[sizeof(m->r.meta.unchecked)];
+		char *all = m->r.meta.unchecked;
+		size_t n = strlen(all);
+
+		if (!get_str(meta, "unchecked", u, sizeof(u)) && u[0] && !strstr(all, u) &&
+		    n + strlen(u) + 3 < sizeof(m->r.meta.unchecked))
+			snprintf(all + n, sizeof(m->r.meta.unchecked) - n, "%s%s", n ? "; " : "", u);
+		else if (!get_str(meta, "unchecked", u, sizeof(u)) && u[0] && !strstr(all, u))
+			snprintf(all + (n > 40 ? n - 40 : 0), 41, "%s", "; and more: see the inputs");
+		for (char *c = all; *c; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+				*c = '?';
+	}
 	if (get_str(meta, "host", host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
 	if (m->ndocs == 0)
@@ -820,6 +831,17 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 		if (ci->needs)
 			m->r.meta.features |= ci->needs;
 	}
+	{
+		uint64_t lost = 0;
+
+		for (int i = 0; i < LH_NR_COUNTERS; i++)
+			if (lh_counter_info(i)->loss) {
+				if (lost + m->r.counters[i] < lost)
+					return unmergeable(m, "the loss classes add up past 2^64-1; merge "
+							   "fewer documents");
+				lost += m->r.counters[i];
+			}
+	}
 	if (own[LH_EV_PAIRED] > own[LH_EV_ENDS])
 		return bad(m, "loss.paired %" PRIu64 " is more than loss.events %" PRIu64 ": every "
 			   "paired event is an event", own[LH_EV_PAIRED], own[LH_EV_ENDS]);
@@ -861,6 +883,9 @@ static int add_doc(struct merge *m, json_object *doc)
 	if (m->heat) {
 		uint64_t lost = 0;
 
+		if (json_object_object_get_ex(meta, "parts", NULL))
+			return unmergeable(m, "is a merge: --heatmap would draw it as one column over "
+					   "its whole span; give the runs' own documents");
 		get_u64(loss, "lost", &lost);	/* marks the column; checked as a counter below */
 		if (lh_heatmap_column(m->heat, start, dur, lost))
 			return -ENOMEM;

@@ -491,14 +491,22 @@ static void unseen_say(struct lh_session *s, struct bio_ctx *x)
 {
 	char list[160] = "";
 	size_t used = 0;
+	struct bio_ctx now = { .o = x->o };
 
-	for (int i = 0; i < x->nunseen && !x->o->disk[0] && used < sizeof(list); i++) {
-		int64_t now = dev_ios(x->unseen[i].name);
+	/* as they are now: a device made during the run counts from 0, and one
+	 * reset since counts from its reset (at least that many) */
+	unseen_start(&now);
+	for (int i = 0; i < now.nunseen && !x->o->disk[0] && used < sizeof(list); i++) {
+		int64_t ios = (int64_t)now.unseen[i].ios0, was = 0;
 
-		if (now > (int64_t)x->unseen[i].ios0)
+		for (int j = 0; j < x->nunseen; j++)
+			if (!strcmp(x->unseen[j].name, now.unseen[i].name) &&
+			    ios >= (int64_t)x->unseen[j].ios0)
+				was = (int64_t)x->unseen[j].ios0;
+		if (ios > was)
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s %lld I/Os",
-						 used ? ", " : "", x->unseen[i].name,
-						 (long long)(now - (int64_t)x->unseen[i].ios0));
+						 used ? ", " : "", now.unseen[i].name,
+						 (long long)(ios - was));
 	}
 	snprintf(s->report.meta.unchecked, sizeof(s->report.meta.unchecked), "%s%s%s%s",
 		 x->unchecked, x->unchecked[0] && list[0] ? "; " : "", list[0] ?

@@ -190,13 +190,13 @@ def test_io_no_tracepoint_shows_is_said():
     """I/O to a bio-based device with nothing beneath it (a zram device of its own) never
     becomes a request: the run says which device did how many I/Os, in the text and in
     meta.unchecked, instead of a bare "no loss" (before: nothing said)."""
-    with open("/sys/class/zram-control/hot_add") as f:
+    tool = Lathist("bio", "-f", "json").start()
+    with open("/sys/class/zram-control/hot_add") as f:	# made during the run
         n = int(f.read())
     dev = f"zram{n}"
     try:
         with open(f"/sys/block/{dev}/disksize", "w") as f:
             f.write("16M")
-        tool = Lathist("bio", "-f", "json").start()
         fd = os.open(f"/dev/{dev}", os.O_WRONLY | os.O_DIRECT)
         buf = mmap.mmap(-1, 4096)
         for i in range(50):

@@ -513,6 +513,22 @@ def test_report_counts_each_interval_once():
         check(rc == 0, err)
         rc, out, err = report(series, os.path.join(tmp, "b.json"))
         check(rc == 0, err)
+        # a copy with its run id taken out (or a merge listing nothing) is still a copy
+        d = json.loads(lines[0])
+        d["meta"]["run_id"] = None
+        rc, out, err = report(one, write("noid.json", json.dumps(d)))
+        check(rc == 1 and "cannot be told from a copy" in err, f"no run id: {err!r}")
+        d = json.load(open(os.path.join(tmp, "m.json")))
+        d["meta"]["parts"] = []
+        rc, out, err = report(write("noparts.json", json.dumps(d)), one)
+        check(rc == 1 and "meta.parts" in err, f"empty parts: {err!r}")
+        rc, out, err = report("--heatmap", os.path.join(tmp, "h.svg"),
+                              os.path.join(tmp, "m.json"), write("l3.json", lines[3] + "\n"))
+        check(rc == 1 and "is a merge" in err, f"heatmap of a merge: {err!r}")
+        d = json.loads(lines[0])
+        d["loss"]["missed_wait"], d["loss"]["missed_switch_in"] = 2 ** 63, 2 ** 63
+        rc, out, err = report(write("lostsum.json", json.dumps(d)))
+        check(rc == 1 and "loss classes add up past 2^64-1" in err, f"lost sum: {err!r}")
         # within one document
         d = json.loads(lines[0])
         d["histograms"].append(d["histograms"][0])

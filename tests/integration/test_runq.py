@@ -536,6 +536,13 @@ def test_reused_pid_is_not_traced():
           f"process (300 sleeps) was traced too")
     check(doc["meta"]["filter_exit_realtime_ns"] is not None and
           f"process {pid} exited" in err, f"exit not said: {doc['meta']}, {err!r}")
+    # a process that has exited but is not reaped (a zombie) is refused, not traced as
+    # present all through the run
+    z = subprocess.Popen([sys.executable, "-c", "pass"])
+    time.sleep(0.5)			# exited; not waited for yet
+    rc, out, err = run("runq", "-p", str(z.pid), "-d", "0.2")
+    z.wait()
+    check(rc == 2 and "has exited (a zombie" in err, f"zombie: rc {rc}, {err!r}")
 
 
 def test_cpus_said_as_meant():
