@@ -69,6 +69,16 @@ struct merge {
 	size_t hist_doc_cap;
 };
 
+/* Make s safe to print in a header or a label: '?' for each byte that is not
+ * printable ASCII, and (labels) for '"' and '\\'. */
+static void printable_only(char *s, bool label)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e ||
+		    (label && (*s == '"' || *s == '\\')))
+			*s = '?';
+}
+
 /* "lathist report: PATH (document N): MSG; FIX" (FIX NULL: MSG says the fix). -EINVAL. */
 static int vsay(struct merge *m, const char *fix, const char *fmt, va_list ap)
 {
@@ -80,9 +90,7 @@ static int vsay(struct merge *m, const char *fix, const char *fmt, va_list ap)
 	fputs(": ", stderr);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	/* the message may quote the input: printable ASCII only on the terminal */
-	for (char *c = msg; *c; c++)
-		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
-			*c = '?';
+	printable_only(msg, false);
 	fprintf(stderr, "%s%s%s\n", msg, fix ? "; " : "", fix ? fix : "");
 	return -EINVAL;
 }
@@ -579,9 +587,7 @@ static int parse_part(struct merge *m, json_object *o, const char *where, struct
 	}
 	if (get_str(o, "host", p->host, sizeof(p->host)))
 		snprintf(p->host, sizeof(p->host), "?");
-	for (char *c = p->host; *c; c++)	/* printed in headers and labels */
-		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e || *c == '"' || *c == '\\')
-			*c = '?';
+	printable_only(p->host, true);	/* printed in headers and labels */
 	if (get_u64(o, "interval_index", &idx) || idx > UINT32_MAX ||
 	    get_u64(o, "start_realtime_ns", &p->start_realtime_ns) ||
 	    get_u64(o, "duration_ns", &p->duration_ns) ||
@@ -784,9 +790,7 @@ static int merge_context(struct merge *m, json_object *meta, uint64_t start, uin
 			snprintf(all + n, sizeof(m->r.meta.unchecked) - n, "%s%s", n ? "; " : "", u);
 		else if (!get_str(meta, "unchecked", u, sizeof(u)) && u[0] && !strstr(all, u))
 			snprintf(all + (n > 40 ? n - 40 : 0), 41, "%s", "; and more: see the inputs");
-		for (char *c = all; *c; c++)
-			if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
-				*c = '?';
+		printable_only(all, false);
 	}
 	if (get_str(meta, "host", host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
@@ -1312,15 +1316,11 @@ int report_main(int argc, char **argv)
 	m.r.meta.nparts = m.nparts;
 	m.r.meta.anonymized = m.anonymized;
 	snprintf(m.r.meta.host, sizeof(m.r.meta.host), "%s", m.host);
-	for (char *k = m.r.meta.host; *k; k++)
-		if ((unsigned char)*k < 0x20 || (unsigned char)*k > 0x7e || *k == '"' || *k == '\\')
-			*k = '?';
+	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
+	printable_only(m.r.meta.host, true);	/* printed in headers and labels */
+	printable_only(m.r.meta.kernel, true);
 	m.r.meta.start_realtime_ns = m.first_start;
 	m.r.meta.duration_ns = m.last_end - m.first_start;
-	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
-	for (char *k = m.r.meta.kernel; *k; k++)	/* printed in headers and labels */
-		if ((unsigned char)*k < 0x20 || (unsigned char)*k > 0x7e || *k == '"' || *k == '\\')
-			*k = '?';
 	lh_report_sort(&m.r);
 	if (c.anonymize) {
 		struct lh_anon anon;
