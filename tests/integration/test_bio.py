@@ -453,8 +453,12 @@ def test_flushes_every_path():
     check(got["raw_tp"] == got["tp_btf"] == got["tracepoint"], f"per op: {got}")
     for a, d in zip(ATTACH, docs):
         # a flush taken for a requeue would make ~100; the driver's own requeues (loop
-        # under load: BLK_STS_RESOURCE) are a few at most
-        check(d["loss"]["lost"] == 0 and d["loss"]["requeued"] < 10, f"{a}: {d['loss']}")
+        # under load: BLK_STS_RESOURCE) are a few at most. A requeued flush can still be
+        # in flight when the next one comes: on the tracepoint path two flushes share one
+        # key (disk, op, sector 0), and the later replaces the earlier, a loss it counts
+        # as overwritten_start (README); no other loss
+        gap = d["loss"]["overwritten_start"] if a == "tracepoint" else 0
+        check(d["loss"]["lost"] == gap and d["loss"]["requeued"] < 10, f"{a}: {d['loss']}")
         # each write completes once more, with 0 bytes, when its flush sequence ends:
         # not an end (formerly miscounted as a request from before tracing)
         check(d["loss"]["unpaired_before_trace"] == 0, f"{a}: {d['loss']}")
