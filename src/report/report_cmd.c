@@ -29,8 +29,7 @@
 enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE };
 
 static const char report_help[] =
-	"Usage: lathist report [-f text|json|csv|openmetrics|prometheus] [-o FILE] [--heatmap SVG\n"
-	"                      [--heatmap-hist NAME]] FILE...\n"
+	"Usage: lathist report [OPTIONS] FILE...\n"
 	"Read saved lathist JSON (-f json output: a document, or JSON lines of intervals),\n"
 	"merge every document of the same tool and slot scheme by exact addition (hosts,\n"
 	"intervals), and print the result; - reads standard input.\n"
