@@ -4,7 +4,7 @@
 1. End to end: fio 4 KiB O_DIRECT random reads (psync, queue depth 1) on a loop device for
    SECONDS seconds under each condition (no tracer, empty tp_btf programs on the block
    tracepoints, lathist bio, lathist bio --per-process --per-disk --per-op, lathist bio
-   --attach raw_tp and tracepoint, a bpftrace biolatency on block tracepoints), each paired with a baseline
+   --attach raw_tp, a bpftrace biolatency on block tracepoints), each paired with a baseline
    run right before it, ROUNDS rounds; median IOPS loss per condition.
 2. Per program: run_time_ns / run_cnt with kernel.bpf_stats_enabled=1, lathist next to
    the empty programs and the bpftrace script's (named block_*).
@@ -50,8 +50,6 @@ def main():
                                "Tracing"),
             "lathist bio --attach raw_tp": lambda: Tracer([LATHIST, "bio", "--attach", "raw_tp"],
                                                           "Tracing"),
-            "lathist bio --attach tracepoint": lambda: Tracer([LATHIST, "bio", "--attach",
-                                                               "tracepoint"], "Tracing"),
             "bpftrace biolatency (tracepoints)":
                 lambda: Tracer(["bpftrace", os.path.join(HERE, "biolatency_tp.bt")], "Attaching",
                                "stdout", 1.0),

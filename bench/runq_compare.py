@@ -4,7 +4,7 @@
   bench/runq_compare.py BASE_LATHIST [ATTACH...]
 
 BASE_LATHIST is another build of lathist (`make bench-compare BASE=<git rev>` builds one
-in build/base and runs this). For each attach type (default: tp_btf raw_tp tracepoint),
+in build/base and runs this). For each attach type (default: tp_btf raw_tp),
 ROUNDS rounds alternate base and current (base first in odd rounds, current first in even
 ones) and measure, for each:
 
@@ -48,7 +48,7 @@ def main():
     if os.geteuid() != 0 or len(sys.argv) < 2:
         sys.exit("usage (as root): bench/runq_compare.py BASE_LATHIST [ATTACH...]")
     base = os.path.abspath(sys.argv[1])
-    types = sys.argv[2:] or ["tp_btf", "raw_tp", "tracepoint"]
+    types = sys.argv[2:] or ["tp_btf", "raw_tp"]
     builds = {"base": base, "current": LATHIST}
     print(f"lathist runq hot path, base {base} vs current {LATHIST}, on {os.uname().release}, "
           f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; {ROUNDS} rounds interleaved, "

@@ -2,7 +2,7 @@
 """Overhead of `lathist runq` on this machine, measured against baselines in the same run.
 
 1. End-to-end: `taskset -c 1 perf bench sched pipe -l LOOPS` under each condition (no
-   tracer, empty tp_btf programs, lathist tp_btf, raw_tp and tracepoint, bpftrace runqlat.bt),
+   tracer, empty tp_btf programs, lathist tp_btf and raw_tp, bpftrace runqlat.bt),
    each run paired with a baseline run right before it, ROUNDS rounds; medians of the
    paired differences, as ns added per context switch and as a ratio to runqlat.bt.
 2. Per program: run_time_ns / run_cnt from `bpftool prog show` with
@@ -42,8 +42,6 @@ def end_to_end():
         "lathist runq": lambda: Tracer([LATHIST, "runq"], "Tracing"),
         "lathist runq --attach raw_tp": lambda: Tracer([LATHIST, "runq", "--attach", "raw_tp"],
                                                        "Tracing"),
-        "lathist runq --attach tracepoint": lambda: Tracer([LATHIST, "runq", "--attach",
-                                                            "tracepoint"], "Tracing"),
         "runqlat.bt (bpftrace)": lambda: Tracer(["bpftrace", bt], "Attaching", "stdout", 1.0),
     }
     diffs = {name: [] for name in conditions}

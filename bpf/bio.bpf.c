@@ -8,7 +8,8 @@
  * block_rq_insert (only when an I/O scheduler is set); a request first seen at
  * block_rq_issue has no queue stage. Completion: block_rq_complete, once per
  * chunk; a request counts once, when its chunks add up to its size at issue.
- * Classic tracepoints pair by (dev, op, sector) instead: see the last section.
+ * One state machine, two attach adapters (tp_btf: direct BTF loads; raw_tp:
+ * CO-RE probe reads).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -22,8 +23,7 @@ const volatile __u32 group;		/* enum bio_group bits */
 const volatile __u32 filter_tgid;
 const volatile __u32 filter_dev;	/* 0 = any disk */
 /* block_rq_issue and block_rq_insert lost their request_queue argument in 5.11
- * (a54895fa057c "block: remove the request_queue to argument request based
- * tracepoints", also in 5.10.137); the loader reads the BTF prototypes. */
+ * (core_fixes.bpf.h); the loader reads the BTF prototypes. */
 const volatile bool issue_has_q;
 const volatile bool insert_has_q;
 
@@ -387,21 +387,17 @@ int BPF_PROG(bio_io_start_btf, struct request *rq)
 	return on_create(rq, true, false);
 }
 
-/* (struct request_queue *q, struct request *rq) before 5.11, (rq) since */
+/* ([struct request_queue *q before 5.11,] struct request *rq): core_fixes.bpf.h */
 SEC("tp_btf/block_rq_insert")
 int bio_insert_btf(u64 *ctx)
 {
-	if (insert_has_q)
-		return on_create((void *)ctx[1], true, true);
-	return on_create((void *)ctx[0], true, true);
+	return on_create(block_rq_arg(ctx, insert_has_q), true, true);
 }
 
 SEC("tp_btf/block_rq_issue")
 int bio_issue_btf(u64 *ctx)
 {
-	if (issue_has_q)
-		return on_issue((void *)ctx[1], true);
-	return on_issue((void *)ctx[0], true);
+	return on_issue(block_rq_arg(ctx, issue_has_q), true);
 }
 
 SEC("tp_btf/block_rq_complete")
@@ -419,17 +415,13 @@ int BPF_PROG(bio_io_start_raw, struct request *rq)
 SEC("raw_tp/block_rq_insert")
 int bio_insert_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	if (insert_has_q)
-		return on_create((void *)ctx->args[1], false, true);
-	return on_create((void *)ctx->args[0], false, true);
+	return on_create(block_rq_arg(ctx->args, insert_has_q), false, true);
 }
 
 SEC("raw_tp/block_rq_issue")
 int bio_issue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	if (issue_has_q)
-		return on_issue((void *)ctx->args[1], false);
-	return on_issue((void *)ctx->args[0], false);
+	return on_issue(block_rq_arg(ctx->args, issue_has_q), false);
 }
 
 SEC("raw_tp/block_rq_complete")
@@ -462,7 +454,7 @@ static long sweep_one(struct bpf_map *map, __u64 *key, struct bio_req *r,
 	struct lh_counters *c = x->c;
 	__u64 issued, sector, first, end;
 	struct bio_req *now;
-	int state, ref = 0;
+	int state, ref;
 
 	if (!r->issued_ns || (r->flags & BIO_REQ_FILTERED))
 		return 0;
@@ -470,8 +462,7 @@ static long sweep_one(struct bpf_map *map, __u64 *key, struct bio_req *r,
 	first = r->sector;
 	end = first + (r->bytes >> 9);
 	state = BPF_CORE_READ(rq, state);
-	/* atomic_t (5.16+) or refcount_t: an int counter at offset 0 either way */
-	bpf_core_read(&ref, sizeof(ref), &rq->ref);
+	ref = request_ref(rq);
 	sector = BPF_CORE_READ(rq, __sector);
 	now = bpf_map_lookup_elem(&bio_requests, key);
 	if (!now || now->issued_ns != issued)
@@ -496,261 +487,6 @@ int bio_sweep(void *ctx)
 		return 0;
 	bpf_for_each_map_elem(&bio_requests, sweep_one, &x, 0);
 	return 0;
-}
-
-/*
- * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
- *
- * Their records carry the disk, the start sector and the operation (rwbs),
- * not the struct request, so requests pair by (dev, op, sector) in
- * bio_tp_requests. A request's sector moves in two known ways, both followed:
- * a bio merged in front of it (block_bio_frontmerge: the bio's sector plus its
- * length was the request's) and a partial completion (the rest starts after
- * the completed sectors). Two requests in flight at once with the same key
- * (e.g. two flushes: sector 0) cannot be told apart: the later replaces the
- * earlier, counted as overwritten_start.
- */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* --max-requests, set by the loader */
-	__type(key, struct bio_tp_key);
-	__type(value, struct bio_req);
-} bio_tp_requests SEC(".maps");
-
-/*
- * enum bio_op from a record's rwbs (blk_fill_rwbs(), kernel/trace/blktrace.c):
- * an optional 'F' for REQ_PREFLUSH, then the operation ('W', 'D' discard and
- * secure erase, 'F' flush, 'R', 'N' other), then flag letters.
- */
-static __always_inline __u8 rwbs_op(char c0, char c1)
-{
-	if (c0 == 'F' && (c1 == 'W' || c1 == 'D' || c1 == 'R' || c1 == 'N'))
-		c0 = c1;
-	switch (c0) {
-	case 'R':
-		return BIO_OP_READ;
-	case 'W':
-		return BIO_OP_WRITE;
-	case 'F':
-		return BIO_OP_FLUSH;
-	case 'D':
-		return BIO_OP_DISCARD;
-	default:
-		return BIO_OP_OTHER;
-	}
-}
-
-static __always_inline void tp_key(struct bio_tp_key *k, __u32 dev, __u64 sector, char c0, char c1)
-{
-	k->dev = dev;
-	k->op = rwbs_op(c0, c1);
-	k->sector = sector;
-}
-
-/* Put an entry under key k; a live one there is replaced (counted). */
-static __always_inline long tp_put(struct bio_tp_key *k, struct bio_req *v, struct lh_counters *c)
-{
-	long err = bpf_map_update_elem(&bio_tp_requests, k, v, BPF_NOEXIST);
-
-	if (err == -EEXIST) {
-		struct bio_req *old = bpf_map_lookup_elem(&bio_tp_requests, k);
-
-		/* a request the filters left out is not a loss of this run */
-		if (!old || !(old->flags & BIO_REQ_FILTERED))
-			c->v[LH_LOSS_OVERWRITTEN]++;
-		err = bpf_map_update_elem(&bio_tp_requests, k, v, BPF_EXIST);
-	}
-	return err;
-}
-
-/* Move a request's entry r (found under from) to key to: its start sector moved. */
-static __always_inline void tp_move(struct bio_tp_key *from, struct bio_req *r,
-				    struct bio_tp_key *to, struct lh_counters *c)
-{
-	struct bio_req v = *r;
-
-	bpf_map_delete_elem(&bio_tp_requests, from);
-	if (tp_put(to, &v, c))
-		c->v[LH_LOSS_START_OTHER]++;
-}
-
-/* A request created (block_io_start, or block_rq_insert before 6.5), or first seen
- * at issue (at_issue). NULL when it is not traced (other disk, map full: counted). */
-static __always_inline struct bio_req *tp_start(struct bio_tp_key *k, bool at_issue,
-						struct lh_counters *c)
-{
-	struct bio_req init = {};
-	long err;
-
-	if (filter_dev && k->dev != filter_dev)
-		return NULL;
-	init.dev = k->dev;
-	init.op = k->op;
-	req_init(&init, bpf_ktime_get_ns(), at_issue);
-	err = tp_put(k, &init, c);
-	if (err) {
-		if (!at_issue)	/* see req_start() */
-			lh_count_map_err(c, LH_LOSS_START_E2BIG, err);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&bio_tp_requests, k);
-}
-
-/* A request created; insert: as on_create(), a requeued request inserted
- * again finds its own entry, issued (same key: same start sector). */
-static __always_inline void tp_create(struct trace_event_raw_block_rq *ctx, bool insert)
-{
-	struct bio_tp_key k = {};
-	struct bio_req *r;
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (!c)
-		return;
-	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
-	if (insert && (r = bpf_map_lookup_elem(&bio_tp_requests, &k)) && r->issued_ns)
-		return;
-	if (tp_start(&k, false, c))
-		c->v[LH_EV_BIO_CREATED]++;
-}
-
-SEC("tracepoint/block/block_io_start")
-int bio_io_start_tp(struct trace_event_raw_block_rq *ctx)
-{
-	tp_create(ctx, false);
-	return LH_TP_KEEP;
-}
-
-SEC("tracepoint/block/block_rq_insert")
-int bio_insert_tp(struct trace_event_raw_block_rq *ctx)
-{
-	tp_create(ctx, true);
-	return LH_TP_KEEP;
-}
-
-static __always_inline void tp_issue(struct trace_event_raw_block_rq *ctx)
-{
-	struct bio_tp_key k = {};
-	struct bio_req *r;
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (!c)
-		return;
-	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
-	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
-	if (!r) {
-		r = tp_start(&k, true, c);
-		if (!r)
-			return;
-		c->v[LH_EV_BIO_NO_QUEUE]++;
-	}
-	if (r->issued_ns)
-		c->v[LH_EV_BIO_REQUEUED]++;
-	r->issued_ns = bpf_ktime_get_ns();
-	r->bytes = ctx->bytes;
-	r->done_bytes = 0;
-	c->v[LH_EV_BIO_ISSUED]++;
-}
-
-SEC("tracepoint/block/block_rq_issue")
-int bio_issue_tp(struct trace_event_raw_block_rq *ctx)
-{
-	tp_issue(ctx);
-	return LH_TP_KEEP;
-}
-
-static __always_inline void tp_complete(void *ctx)
-{
-	struct bio_tp_key k = {}, rest;
-	struct rq_complete_rec rec;
-	struct bio_req *r;
-	__u32 buf, nr_bytes;
-	__u64 sector;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (!c)
-		return;
-	rq_complete_read(ctx, &rec);	/* core_fixes.bpf.h: the record's name before 5.18 */
-	/* block_rq_complete records blk_rq_pos(), where block_rq_issue and _insert
-	 * record blk_rq_trace_sector(): 0 for a request without a start sector (-1,
-	 * e.g. a flush) */
-	sector = rec.sector;
-	if (sector == ~0ULL)
-		sector = 0;
-	tp_key(&k, rec.dev, sector, rec.rwbs0, rec.rwbs1);
-	nr_bytes = rec.nr_sector << 9;		/* the record holds nr_bytes >> 9 */
-	r = bpf_map_lookup_elem(&bio_tp_requests, &k);
-	if (!r) {
-		end_unknown(c, k.dev, nr_bytes);
-		return;
-	}
-	/* a chunk under one sector (nr_sector 0) cannot move the key: the last one */
-	if (r->issued_ns && rec.nr_sector && r->done_bytes + nr_bytes < r->bytes) {
-		/* the rest of the request now starts after what completed */
-		r->done_bytes += nr_bytes;
-		rest = k;
-		rest.sector += rec.nr_sector;
-		tp_move(&k, r, &rest, c);
-		c->v[LH_EV_BIO_PARTIAL]++;
-		return;
-	}
-	req_done(r, c, buf);
-	bpf_map_delete_elem(&bio_tp_requests, &k);
-}
-
-SEC("tracepoint/block/block_rq_complete")
-int bio_complete_tp(void *ctx)
-{
-	tp_complete(ctx);
-	return LH_TP_KEEP;
-}
-
-/* A request merged into another before issue is freed without a completion. */
-static __always_inline void tp_merge(struct trace_event_raw_block_rq *ctx)
-{
-	struct bio_tp_key k = {};
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (!c)
-		return;
-	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
-	if (!bpf_map_delete_elem(&bio_tp_requests, &k))
-		c->v[LH_EV_BIO_MERGED]++;
-}
-
-SEC("tracepoint/block/block_rq_merge")
-int bio_merge_tp(struct trace_event_raw_block_rq *ctx)
-{
-	tp_merge(ctx);
-	return LH_TP_KEEP;
-}
-
-/* A bio merged in front of a request: the request now starts at the bio. */
-static __always_inline void tp_frontmerge(struct trace_event_raw_block_bio *ctx)
-{
-	struct bio_tp_key old = {}, k = {};
-	struct bio_req *r;
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (!c)
-		return;
-	tp_key(&k, ctx->dev, ctx->sector, ctx->rwbs[0], ctx->rwbs[1]);
-	old = k;
-	old.sector += ctx->nr_sector;
-	r = bpf_map_lookup_elem(&bio_tp_requests, &old);
-	if (r)
-		tp_move(&old, r, &k, c);
-}
-
-SEC("tracepoint/block/block_bio_frontmerge")
-int bio_frontmerge_tp(struct trace_event_raw_block_bio *ctx)
-{
-	tp_frontmerge(ctx);
-	return LH_TP_KEEP;
 }
 
 char LICENSE[] SEC("license") = "GPL";

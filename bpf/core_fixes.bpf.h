@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CO-RE shims, one per kernel change; chosen by BTF (bpf_core_field_exists),
- * never by kernel version.
+ * CO-RE shims, one per kernel change, each naming the change. A shim is
+ * chosen by BTF (bpf_core_field_exists, or a tracepoint's BTF prototype that
+ * the loader reads with lh_tp_nargs()), never by kernel version. A tool's own
+ * file holds none. The argument-count shims take the tracepoint's argument
+ * array: tp_btf's ctx and raw_tp's ctx->args alike.
  */
 #ifndef LATHIST_CORE_FIXES_BPF_H
 #define LATHIST_CORE_FIXES_BPF_H
@@ -22,6 +25,38 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 	return (unsigned int)BPF_CORE_READ(old, state);
 }
 
+/*
+ * 5.18 (fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
+ * sched_switch event", then 9c2136be0878 "sched/tracing: Append prev_state to
+ * tp args instead") made prev's state sched_switch's fourth argument
+ * (bool preempt, prev, next, unsigned int prev_state); before it the state is
+ * read from the task (which a concurrent wakeup may already have made
+ * TASK_RUNNING: the race that change closed). has_arg: the loader found four
+ * arguments in the tracepoint's BTF prototype (a constant, so the verifier
+ * never sees a read past the arguments this kernel passes).
+ */
+static __always_inline unsigned int sched_switch_prev_state(const __u64 *args, bool has_arg,
+							    struct task_struct *prev)
+{
+	if (has_arg)
+		return (unsigned int)args[3];
+	return task_state(prev);
+}
+
+/*
+ * 5.11 (a54895fa057c "block: remove the request_queue to argument request
+ * based tracepoints", also in 5.10.137) dropped block_rq_issue's and
+ * block_rq_insert's first argument: (struct request_queue *q, struct request
+ * *rq) before, (struct request *rq) since. has_q: the loader found two
+ * arguments in the BTF prototype.
+ */
+static __always_inline struct request *block_rq_arg(const __u64 *args, bool has_q)
+{
+	if (has_q)
+		return (struct request *)args[1];
+	return (struct request *)args[0];
+}
+
 /* 5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request")
  * moved the disk to rq->q->disk. */
 struct request___pre517 {
@@ -38,48 +73,43 @@ static __always_inline struct gendisk *request_disk(struct request *rq, bool btf
 	return btf ? rq->q->disk : BPF_CORE_READ(rq, q, disk);
 }
 
-/* 5.18 ("block: introduce block_rq_error tracepoint") made block_rq_complete an
- * event of the new block_rq_completion class: before it, its record was
- * struct trace_event_raw_block_rq_complete, with the same fields lathist reads.
- * A classic tracepoint program reads the record through whichever the kernel
- * has (CO-RE picks the name; ___pre518 is dropped when matching). */
-struct trace_event_raw_block_rq_complete___pre518 {
-	dev_t dev;
-	sector_t sector;
-	unsigned int nr_sector;
-	char rwbs[8];
+/*
+ * 5.16 ("block: switch to atomic_t for request references") made
+ * struct request's ref an atomic_t; it was a refcount_t. Both hold one int
+ * counter at their offset 0: read as that int (0 when the field is missing).
+ */
+static __always_inline int request_ref(struct request *rq)
+{
+	int ref = 0;
+
+	if (bpf_core_field_exists(rq->ref))
+		bpf_core_read(&ref, sizeof(ref), &rq->ref);
+	return ref;
+}
+
+/*
+ * 5.5 (cf25e24db61c "time: Rename tsk->real_start_time to ->start_boottime")
+ * renamed the task's boot-based start time, which /proc/PID/stat's starttime
+ * is made from (fs/proc/array.c). Returns it in ns, or false when the kernel
+ * has neither field.
+ */
+struct task_struct___pre55 {
+	__u64 real_start_time;
 } __attribute__((preserve_access_index));
 
-/* The fields of a block_rq_complete record (ctx) lathist reads. */
-struct rq_complete_rec {
-	__u32 dev;
-	__u64 sector;
-	__u32 nr_sector;
-	char rwbs0, rwbs1;
-};
-
-/* Read through CO-RE probe reads: the verifier refuses a load from a ctx pointer
- * the compiler has moved, which two record layouts invite. */
-#define RQ_COMPLETE_READ(c, r)                                          \
-	do {                                                             \
-		BPF_CORE_READ_INTO(&(r)->dev, c, dev);                   \
-		BPF_CORE_READ_INTO(&(r)->sector, c, sector);             \
-		BPF_CORE_READ_INTO(&(r)->nr_sector, c, nr_sector);       \
-		BPF_CORE_READ_INTO(&(r)->rwbs0, c, rwbs[0]);             \
-		BPF_CORE_READ_INTO(&(r)->rwbs1, c, rwbs[1]);             \
-	} while (0)
-
-static __always_inline void rq_complete_read(void *ctx, struct rq_complete_rec *r)
+static __always_inline bool task_start_boottime(struct task_struct *t, __u64 *ns)
 {
-	if (bpf_core_type_exists(struct trace_event_raw_block_rq_completion)) {
-		struct trace_event_raw_block_rq_completion *c = ctx;
+	struct task_struct___pre55 *old = (void *)t;
 
-		RQ_COMPLETE_READ(c, r);
-	} else {
-		struct trace_event_raw_block_rq_complete___pre518 *c = ctx;
-
-		RQ_COMPLETE_READ(c, r);
+	if (bpf_core_field_exists(t->start_boottime)) {
+		*ns = BPF_CORE_READ(t, start_boottime);
+		return true;
 	}
+	if (bpf_core_field_exists(old->real_start_time)) {
+		*ns = BPF_CORE_READ(old, real_start_time);
+		return true;
+	}
+	return false;
 }
 
 #endif /* LATHIST_CORE_FIXES_BPF_H */

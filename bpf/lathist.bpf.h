@@ -9,6 +9,7 @@
 #include "hist_slot.h"
 #include "counters.h"
 #include "records.h"
+#include "core_fixes.bpf.h"
 
 #ifndef E2BIG
 #define E2BIG 7
@@ -136,28 +137,24 @@ static __always_inline void lh_record_submit(void *r)
 	bpf_ringbuf_submit(r, flags);
 }
 
-/*
- * What a classic tracepoint program returns: 0 would tell the kernel to drop
- * the event for perf users of the same tracepoint (perf_trace_run_bpf_submit()
- * skips perf_tp_event()), silently breaking a concurrent perf record.
- */
-#define LH_TP_KEEP 1
-
 /* Read a task field: direct BTF load on tp_btf, probe read on raw_tp. */
 #define TREAD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
 
 /*
  * Was task t born at /proc tick `ticks`, as the task -p or -t named when
- * tracing began? /proc/PID/stat's starttime is task->start_boottime (plus a
- * time namespace's offset) / (NSEC_PER_SEC / USER_HZ) (fs/proc/array.c): a
- * task that took the pid later fails this. Before 5.5 (no start_boottime) the
- * id alone decides. Read only once the id matched: off the common path.
+ * tracing began? /proc/PID/stat's starttime is the task's boot-based start
+ * time (plus a time namespace's offset) / (NSEC_PER_SEC / USER_HZ)
+ * (fs/proc/array.c): a task that took the pid later fails this. A kernel
+ * with no such field leaves the id alone to decide. Read only once the id
+ * matched: off the common path.
  */
 static __always_inline bool lh_born_at(struct task_struct *t, __u64 ticks)
 {
-	if (!ticks || !tick_ns || !bpf_core_field_exists(t->start_boottime))
+	__u64 boot_ns;
+
+	if (!ticks || !tick_ns || !task_start_boottime(t, &boot_ns))
 		return true;
-	return (BPF_CORE_READ(t, start_boottime) + boot_off_ns) / tick_ns == ticks;
+	return (boot_ns + boot_off_ns) / tick_ns == ticks;
 }
 
 /* Is task t in cgroup filter_cgroup_id or below it (cgroup v2)? */

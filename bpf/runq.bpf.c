@@ -4,13 +4,11 @@
  * sched_wakeup_new -> switch-in) and preemption wait (switched out while
  * runnable -> switch-in), aggregated in per-CPU histograms.
  *
- * One state machine, three attach adapters: tp_btf programs keep the pairing
+ * One state machine, two attach adapters: tp_btf programs keep the pairing
  * state in task local storage (no PID-keyed table, freed with the task);
  * raw_tp programs, for kernels without tp_btf or task storage, keep it in a
  * hash keyed by pid whose entries carry the task's start time so PID reuse is
- * detected and counted; classic tracepoints (tracefs) use the raw_tp state and
- * find the tasks through the current task and its runqueue (see the
- * "tracepoint" section). The loader loads one variant.
+ * detected and counted. The loader loads one variant.
  *
  * Kernel gaps are detected, not inferred: every switch checks that its prev is
  * the CPU's last next and that rq->nr_switches moved by one (missed_switch),
@@ -35,15 +33,13 @@ const volatile __u32 filter_tid;
 const volatile __u64 filter_tid_ticks;	/* -t: the thread's start, /proc ticks */
 const volatile bool filter_cpus;
 const volatile __u64 cpu_mask[RUNQ_MAX_CPUS / 64];
-/* sched_switch has had a prev_state argument since 5.18; the loader reads
- * the tracepoint's BTF prototype and says whether this kernel passes it. */
+/* sched_switch has had a prev_state argument since 5.18 (core_fixes.bpf.h);
+ * the loader reads the tracepoint's BTF prototype. */
 const volatile bool switch_has_prev_state = true;
 /* On-CPU slices (--oncpu) and PMU counters read over them (--counters). */
 const volatile bool oncpu_on;
 const volatile __u32 pmu_n;		/* counters, 0..LH_MAX_PMU */
 const volatile __u32 pmu_ncpus;		/* runq_pmu_events index = counter * pmu_ncpus + cpu */
-/* Classic tracepoint variant: wakeups carry a pid, not the task. */
-const volatile bool tp_classic;
 /* tp_btf: the state is in task storage (for the end-of-run sweep) */
 const volatile bool use_task_storage;
 
@@ -133,8 +129,6 @@ struct {
 	__type(key, struct runq_hist_key);
 	__type(value, struct lh_pmu_val);
 } runq_pmu_keyed SEC(".maps");
-
-enum { SEL_UNKNOWN, SEL_YES, SEL_NO };
 
 /* Filters that need the task itself (its process or cgroup), not just its pid. */
 #define TASK_FILTERS (filter_tgid || filter_cgroup_id)
@@ -235,8 +229,7 @@ static __always_inline struct runq_start *pid_start(__u32 tid, bool create, stru
  * none or it could not be created (counted). A pid entry left by another task
  * with the same pid (its exit was missed; or an exec from a thread, which
  * gives it the leader's pid and start time: fs/exec.c de_thread()) is emptied
- * and counted; a tracepoint wakeup makes entries whose task is not known yet
- * (birth 0).
+ * and counted.
  */
 static __always_inline struct runq_start *start_get(struct task_struct *t, __u32 tid,
 						    bool btf, bool create,
@@ -402,16 +395,14 @@ static __always_inline void start_drop(struct runq_start *s, struct task_struct 
 	s->ts = 0;
 }
 
-/* Record a start of kind at now: the task's switch count then is nsw
- * (flags: RUNQ_NSW_OK when known, RUNQ_NSW_DEP when kept from a switch-out). */
+/* Record a start of kind at now: the task's switch count then is nsw. */
 static __always_inline void start_set(struct runq_start *s, __u32 kind, __u64 now, __u64 nsw,
-				      unsigned int flags, struct lh_counters *c)
+				      struct lh_counters *c)
 {
 	s->ts = now;
 	s->kind = kind;
 	s->cpu = bpf_get_smp_processor_id();
 	s->nsw = nsw;
-	s->flags = (s->flags & ~(RUNQ_NSW_OK | RUNQ_NSW_DEP)) | flags;
 	c->v[kind == RUNQ_WAKEUP ? LH_EV_STARTS_WAKEUP : LH_EV_STARTS_PREEMPT]++;
 }
 
@@ -456,7 +447,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 			c->v[LH_LOSS_OVERWRITTEN]++;
 	}
 	account(s, p, n, n, btf, c, buf);
-	start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), n, RUNQ_NSW_OK, c);
+	start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), n, c);
 	return 0;
 }
 
@@ -527,8 +518,7 @@ static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, _
 /*
  * prev (pid ptid) leaves the CPU. A runnable prev starts a preemption wait; a
  * prev whose switch-in no event showed (cont false) has its switch-ins
- * accounted now; the tracepoint path keeps every task's switch count here, for
- * its wakeups. Returns the time read, or 0.
+ * accounted now. Returns the time read, or 0.
  */
 static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev, __u32 ptid,
 					   unsigned int prev_state, bool cont, bool btf,
@@ -541,8 +531,6 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 
 	if (!ptid)		/* the idle task is never paired */
 		return 0;
-	if (!switch_has_prev_state && !tp_classic)
-		prev_state = task_state(prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
 	/* its last switch (sched_process_exit accounted it): a preemption after
 	 * that made a pid entry again (task storage goes with the task) */
@@ -551,21 +539,10 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 		bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return 0;
 	}
-	if (!runnable && cont) {	/* going to sleep: its wakeup starts the next wait */
-		/* the tracepoint path's wakeups take the count from here */
-		if (tp_classic && (s = pid_start(ptid, false, c))) {
-			s->dep = switch_count(prev, btf);
-			s->flags |= RUNQ_DEP_OK;
-		}
+	if (!runnable && cont)		/* going to sleep: its wakeup starts the next wait */
 		return 0;
-	}
 	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, ptid, tgid)) {
-		if (tp_classic && TASK_FILTERS) {	/* its wakeups are filtered by pid */
-			s = pid_start(ptid, false, c);
-			if (s)
-				s->sel = SEL_NO;
-		}
 		if (runnable)
 			c->v[LH_EV_FILTERED]++;
 		return 0;
@@ -579,13 +556,10 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 		start_drop(s, prev, btf, c, buf);
 	/* this slice's switch-in (its n-th) was not seen when cont is false */
 	account(s, prev, n, cont || !n ? n : n - 1, btf, c, buf);
-	s->dep = n;
-	s->flags |= RUNQ_DEP_OK;
-	s->sel = SEL_YES;
 	if (!runnable)
 		return 0;
 	now = bpf_ktime_get_ns();
-	start_set(s, RUNQ_PREEMPT, now, n, RUNQ_NSW_OK, c);
+	start_set(s, RUNQ_PREEMPT, now, n, c);
 	return now;
 }
 
@@ -663,23 +637,6 @@ static __always_inline bool waited_since_before(struct task_struct *next, struct
 }
 
 /*
- * Was next last switched in before tracing began (sched_info.last_arrival, rq
- * clock, CONFIG_SCHED_INFO)? Then no switch-in of it came while tracing,
- * before this one. last_arrival is trusted only when pcount equals the switch
- * count nsw: sched_info_arrive() updates neither after a preemption in a
- * sleep state. False when that cannot be read.
- */
-static __always_inline bool ran_before_trace(struct task_struct *next, struct rq *rq,
-					     __u64 nsw, __u64 now, bool btf)
-{
-	if (!rq || !bpf_core_field_exists(next->sched_info.last_arrival))
-		return false;
-	if (TREAD(btf, next, sched_info.pcount) != nsw)
-		return false;
-	return stamped_before_trace(TREAD(btf, next, sched_info.last_arrival), rq, now, btf);
-}
-
-/*
  * Account next's switch-ins up to and with this one (s may be NULL: no
  * state); then whether this end counts: not when it is on a CPU --cpus
  * leaves out (filtered).
@@ -726,7 +683,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 					 const struct next_task *n, struct rq *rq, __u64 now,
 					 bool btf, struct lh_counters *c, __u32 buf)
 {
-	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu, flags;
+	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu;
 	struct runq_start *s;
 	bool moved;
 	__u64 ts, delta, nsw;
@@ -734,13 +691,12 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	if (!tid)
 		return;
 	if (!n->selected) {
-		/* a task with state left --cgroup, or got a start from a pid-only
-		 * wakeup (tracepoint): this switch-in is filtered, not unseen */
-		if (filter_cgroup_id || tp_classic) {
+		/* a task with state left --cgroup: this switch-in is filtered,
+		 * not unseen */
+		if (filter_cgroup_id) {
 			s = start_get(next, tid, btf, false, c);
 			if (s) {
 				s->ts = 0;
-				s->sel = SEL_NO;
 				s->acc = switch_count(next, btf) + 1;
 				s->dropped = 0;
 			}
@@ -752,8 +708,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	nsw = switch_count(next, btf);		/* its switch-ins before this one */
 	if (!now)
 		now = bpf_ktime_get_ns();
-	/* no event of it seen since tracing began (a tracepoint wakeup makes a
-	 * start before the task's state is known: that start decides) */
+	/* no event of it seen since tracing began */
 	if (!s || (!s->ts && !(s->flags & RUNQ_SEEN))) {
 		first_switch_in(next, tid, nsw, s, rq, now, btf, c, buf);
 		return;
@@ -761,27 +716,17 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	ts = s->ts;
 	kind = s->kind;
 	start_cpu = s->cpu;
-	flags = s->flags;
 	/* a start pairs only with the task's next switch-in: the count moved, so
-	 * it was switched in since (a count kept from its last switch-out seen
-	 * cannot tell that from a switch-out not seen before the wakeup) */
-	moved = ts && (flags & RUNQ_NSW_OK) && s->nsw != nsw;
-	if (moved && !(flags & RUNQ_NSW_DEP))
+	 * it was switched in since, with no event (this switch-in's own start
+	 * was not seen either) */
+	moved = ts && s->nsw != nsw;
+	if (moved)
 		start_drop(s, next, btf, c, buf);
 	s->ts = 0;
 	if (!end_counts(s, next, nsw, btf, c, buf))
 		return;
-	if (!ts || (moved && !(flags & RUNQ_NSW_DEP)) ||
-	    (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
+	if (!ts || moved || (kind != RUNQ_WAKEUP && kind != RUNQ_PREEMPT)) {
 		c->v[LH_LOSS_UNPAIRED]++;
-		charge_key(next, 1, btf, buf);
-		return;
-	}
-	if (moved || (!(flags & RUNQ_NSW_OK) && !ran_before_trace(next, rq, nsw, now, btf))) {
-		/* tracepoint: woken with its switch count unknown (or kept from a
-		 * switch-out seen before one that was not), and nothing shows that
-		 * it was not switched since the wakeup */
-		c->v[LH_LOSS_UNCHECKED]++;
 		charge_key(next, 1, btf, buf);
 		return;
 	}
@@ -865,7 +810,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 		pv->slices++;
 		pv->oncpu_ns += delta;
 	}
-	/* one counter at a time (one value on the stack, not 8: the tracepoint
+	/* one counter at a time (one value on the stack, not 8: the raw_tp
 	 * program's stack with its global slice function stays under 512 bytes):
 	 * its delta over the ending slice, then its value at the starting one */
 	#pragma unroll
@@ -909,7 +854,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 }
 
 /*
- * The slice of a probe-read path (raw_tp, tracepoint) in a global function:
+ * The slice of the probe-read path (raw_tp) in a global function:
  * the verifier checks it once on its own (inlined into a sched_switch
  * program with 8 counters it went past the 1M-instruction limit). prev is
  * the task leaving; flags: bit 0 next is selected, bit 1 cont. Returns 0.
@@ -928,8 +873,8 @@ __noinline int slice_probe(__u64 prev, __u32 ntid, __u32 flags, __u64 now)
 
 /*
  * One sched_switch, from any attach type: prev (pid ptid) leaves this CPU,
- * next (pid ntid) gets it (prev_state as the tracepoint's argument, or
- * 0/TASK_DEAD from the tracepoint path's record); rq is this CPU's runqueue.
+ * next (pid ntid) gets it (prev_state: the tracepoint's argument, when the
+ * kernel passes it); rq is this CPU's runqueue.
  */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, __u32 ptid, __u32 ntid,
@@ -988,13 +933,14 @@ int BPF_PROG(runq_wakeup_new_btf, struct task_struct *p)
 	return on_wakeup(p, true);
 }
 
+/* (bool preempt, prev, next[, unsigned int prev_state]): core_fixes.bpf.h */
 SEC("tp_btf/sched_switch")
 int runq_switch_btf(u64 *ctx)
 {
-	/* (bool preempt, prev, next[, unsigned int prev_state since 5.18]) */
-	unsigned int prev_state = switch_has_prev_state ? (unsigned int)ctx[3] : 0;
+	struct task_struct *prev = (void *)ctx[1];
 
-	return on_switch_task((bool)ctx[0], (void *)ctx[1], (void *)ctx[2], prev_state, true);
+	return on_switch_task((bool)ctx[0], prev, (void *)ctx[2],
+			      sched_switch_prev_state(ctx, switch_has_prev_state, prev), true);
 }
 
 SEC("raw_tp/sched_wakeup")
@@ -1012,10 +958,11 @@ int BPF_PROG(runq_wakeup_new_raw, struct task_struct *p)
 SEC("raw_tp/sched_switch")
 int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	unsigned int prev_state = switch_has_prev_state ? (unsigned int)ctx->args[3] : 0;
+	struct task_struct *prev = (void *)ctx->args[1];
 
-	return on_switch_task((bool)ctx->args[0], (void *)ctx->args[1], (void *)ctx->args[2],
-			      prev_state, false);
+	return on_switch_task((bool)ctx->args[0], prev, (void *)ctx->args[2],
+			      sched_switch_prev_state(ctx->args, switch_has_prev_state, prev),
+			      false);
 }
 
 /*
@@ -1033,7 +980,6 @@ static __always_inline int on_exit(struct task_struct *p, bool btf)
 	struct runq_start *s;
 	__u64 n;
 
-	/* a tracepoint wakeup makes entries for tasks of any process */
 	if (c && tid && task_selected(p, tid, TREAD(btf, p, tgid))) {
 		s = start_get(p, tid, btf, false, c);
 		if (s) {
@@ -1170,12 +1116,10 @@ int runq_sweep_end(struct bpf_iter__task *ctx)
 	barrier();
 	if (!sweep_switch_ins(t, &n, &running))
 		return 0;
-	/* switched in since the start: running, or its count moved (a count the
-	 * tracepoint path kept from a switch-out, or does not know, cannot
-	 * tell); dropped only if the start is still the one read (a program
-	 * may pair or replace it meanwhile) */
-	if (ts && (running || ((flags & (RUNQ_NSW_OK | RUNQ_NSW_DEP)) == RUNQ_NSW_OK &&
-			       n != nsw)) &&
+	/* switched in since the start: running, or its count moved; dropped
+	 * only if the start is still the one read (a program may pair or
+	 * replace it meanwhile) */
+	if (ts && (running || n != nsw) &&
 	    __sync_val_compare_and_swap(&s->ts, ts, 0) == ts) {
 		__sync_fetch_and_add(&c->v[LH_LOSS_MISSED_SWITCH_IN], 1);
 		charge_key(t, 1, false, buf);
@@ -1199,142 +1143,6 @@ int runq_sweep_end(struct bpf_iter__task *ctx)
 		charge_key(t, unseen - dropped, false, buf);
 	}
 	return 0;
-}
-
-/*
- * ---- Classic tracepoints (--attach tracepoint; needs tracefs) ----
- *
- * Their records carry pids and comms, not task pointers. The switch and the
- * exit run in the task leaving (current), and __schedule() sets rq->curr to
- * next before it traces sched_switch, so both tasks are reached and the
- * raw_tp state machine runs as it is. A wakeup's record names the woken task
- * by pid only, so it starts a wait keyed by that pid and:
- * - its switch count is the one kept at the task's last switch-out seen;
- *   until one is seen, the wait pairs only if the task's last switch-in came
- *   before tracing (sched_info.last_arrival), else it is unchecked_start;
- * - -p and --cgroup use what the task's last switch showed (runq_start.sel);
- * - a wakeup of the task its CPU runs (that CPU's rq->curr) starts no wait.
- * A pid entry is deleted at its task's last switch (see on_exit()).
- */
-
-/*
- * sched_switch's prev_state field is __trace_sched_switch_state(): 0 for
- * TASK_RUNNING, TASK_REPORT_MAX (0x100 since 4.14) for a preemption, else one
- * bit of TASK_REPORT (0x7f) or TASK_REPORT_IDLE (0x80): runnable when the bits
- * below 0x100 are clear (the tracepoint's own print format tests the same mask).
- * EXIT_DEAD and EXIT_ZOMBIE are 0x10 and 0x20: the task's last switch.
- */
-static __always_inline unsigned int tp_prev_state(long prev_state)
-{
-	if (!(prev_state & 0xff))
-		return TASK_RUNNING;
-	return prev_state & 0x30 ? TASK_DEAD : 1;
-}
-
-static __always_inline void tp_wakeup(__u32 tid, __u32 target_cpu, bool new_task)
-{
-	struct runq_start *s;
-	struct runq_cpu *on;
-	struct rq *rq;
-	__u32 buf;
-	struct lh_counters *c = lh_counters(&buf);
-
-	if (!c || !tid)
-		return;
-	if (filter_tid && tid != filter_tid) {	/* -p and --cgroup: see runq_start.sel */
-		c->v[LH_EV_FILTERED]++;
-		return;
-	}
-	/* target_cpu = task_cpu(p): is p that CPU's rq->curr (what its last event
-	 * switched to, when its runqueue was not read; none past the array)? */
-	on = target_cpu < RUNQ_MAX_CPUS ? &runq_cpus[target_cpu & (RUNQ_MAX_CPUS - 1)] : NULL;
-	rq = on ? (struct rq *)on->rq : NULL;
-	if (on && (rq ? BPF_CORE_READ(rq, curr, pid) == tid : on->known && on->tid == tid)) {
-		c->v[LH_EV_WAKEUP_RUNNING]++;
-		return;
-	}
-	s = pid_start(tid, true, c);
-	if (!s)
-		return;
-	if (s->sel == SEL_NO) {		/* outside -p/--cgroup when it last ran */
-		c->v[LH_EV_FILTERED]++;
-		return;
-	}
-	if (s->ts) {
-		/* preempted and still queued: that wait goes on (its switch-in checks
-		 * the switch count); a woken task is not woken again before it runs */
-		if (s->kind == RUNQ_PREEMPT) {
-			c->v[LH_EV_WAKEUP_QUEUED]++;
-			return;
-		}
-		start_drop(s, NULL, false, c, buf);	/* its key is not known here */
-	}
-	/* a new task has not run: its switch count is 0 */
-	if (new_task)
-		start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), 0, RUNQ_NSW_OK, c);
-	else
-		start_set(s, RUNQ_WAKEUP, bpf_ktime_get_ns(), s->dep,
-			  s->flags & RUNQ_DEP_OK ? RUNQ_NSW_OK | RUNQ_NSW_DEP : 0, c);
-}
-
-/* The tracepoint path's wakeup with its arguments as they are (pid,
- * target_cpu, new task), for tests/bpf/runq_synth.c: classic tracepoint
- * programs cannot be test-run. "?": never loaded unless asked for. */
-SEC("?raw_tp/sched_wakeup")
-int BPF_PROG(runq_wakeup_pid_test, __u64 pid, __u64 target_cpu, __u64 new_task)
-{
-	tp_wakeup((__u32)pid, (__u32)target_cpu, new_task);
-	return 0;
-}
-
-SEC("tracepoint/sched/sched_wakeup")
-int runq_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
-{
-	tp_wakeup(ctx->pid, ctx->target_cpu, false);
-	return LH_TP_KEEP;
-}
-
-SEC("tracepoint/sched/sched_wakeup_new")
-int runq_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
-{
-	tp_wakeup(ctx->pid, ctx->target_cpu, true);
-	return LH_TP_KEEP;
-}
-
-SEC("tracepoint/sched/sched_switch")
-int runq_switch_tp(struct trace_event_raw_sched_switch *ctx)
-{
-	/* sched_switch fires in __schedule() before the switch: current is prev */
-	struct task_struct *prev = (void *)bpf_get_current_task(), *next;
-	struct runq_cpu *pc = this_cpu();
-	struct lh_counters *c;
-	struct rq *rq;
-	__u32 buf;
-
-	if (!pc)
-		return LH_TP_KEEP;
-	rq = cpu_rq_of(pc, prev, false);
-	next = rq ? BPF_CORE_READ(rq, curr) : NULL;
-	if (next && BPF_CORE_READ(next, pid) == ctx->next_pid) {
-		on_switch(false, prev, next, ctx->prev_pid, ctx->next_pid,
-			  tp_prev_state(ctx->prev_state), pc, rq, false);
-		return LH_TP_KEEP;
-	}
-	/* the loader checks that rq is reachable; a mismatch would be a kernel
-	 * that sets rq->curr later: no wait is counted rather than guessed, but
-	 * the CPU's sequence goes on */
-	c = lh_counters(&buf);
-	if (c)
-		cpu_continuity(pc, rq, ctx->prev_pid, ctx->next_pid, false, c);
-	return LH_TP_KEEP;
-}
-
-/* The exiting task is current; its pid is freed only after this. */
-SEC("tracepoint/sched/sched_process_exit")
-int runq_exit_tp(void *ctx)
-{
-	on_exit((struct task_struct *)bpf_get_current_task(), false);
-	return LH_TP_KEEP;
 }
 
 char LICENSE[] SEC("license") = "GPL";

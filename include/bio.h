@@ -41,14 +41,6 @@ struct bio_req {
 	char comm[16];			/* submitter's comm at creation */
 };
 
-/* Pairing key on classic tracepoints, whose records have no request pointer. */
-struct bio_tp_key {
-	unsigned int dev;		/* kernel dev_t: major << 20 | minor */
-	unsigned char op;		/* enum bio_op, from the record's rwbs */
-	unsigned char pad[3];
-	unsigned long long sector;	/* the request's first sector now */
-};
-
 /* Key of the per-CPU histogram hash; fields outside the grouping are 0. Its
  * value holds the queue, device and total histograms, in that order. */
 struct bio_hist_key {

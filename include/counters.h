@@ -37,7 +37,8 @@ enum lh_counter {
 	LH_LOSS_OVERWRITTEN,	/* start replaced by a newer start of the same wait/key */
 	LH_LOSS_MISSED_SWITCH_IN,	/* runq: start whose switch-in no event showed (the task ran since) */
 	LH_LOSS_MISSED_WAIT,	/* runq: waits the task's switch count shows, with no event at all */
-	LH_LOSS_UNCHECKED,	/* runq tracepoint path: start the task's switch count cannot check */
+	LH_LOSS_UNCHECKED,	/* runq: the classic tracepoint path's (lathist 0.1.0, report
+				 * inputs only): a start the switch count could not check */
 	LH_LOSS_MISSED_COMPLETION,	/* bio: request whose completion no event showed */
 	LH_LOSS_STALE,		/* start of an earlier task with the same id (pid reuse) */
 	LH_LOSS_NEGATIVE,	/* end earlier than start */

@@ -22,9 +22,9 @@ enum runq_group {
 };
 
 /*
- * Pairing state per task (tp_btf: task storage; raw_tp and tracepoint: a hash
- * keyed by pid). A task's switch count n (nvcsw + nivcsw, its switch-outs so
- * far) numbers its switch-ins: the k-th one (from 0) happens while n == k
+ * Pairing state per task (tp_btf: task storage; raw_tp: a hash keyed by pid).
+ * A task's switch count n (nvcsw + nivcsw, its switch-outs so far) numbers
+ * its switch-ins: the k-th one (from 0) happens while n == k
  * (sched_info.pcount equals n but for the switch-ins it skips: since 5.14
  * sched_info_arrive() counts none after a preemption in a sleep state). A
  * start pairs only with the switch-in numbered nsw; acc says how many of the
@@ -38,11 +38,9 @@ struct runq_start {
 					 * hands the leader's pid and start time to it) */
 	unsigned long long nsw;		/* the task's switch count at the start */
 	unsigned long long acc;		/* switch-ins accounted (valid with RUNQ_ACC_OK) */
-	unsigned long long dep;		/* tracepoint: switch count at its last switch-out seen */
 	unsigned int kind;		/* enum runq_kind */
 	unsigned int cpu;		/* CPU of the wakeup or preemption */
-	unsigned short flags;		/* enum runq_start_flags */
-	unsigned short sel;		/* tracepoint: 0 unknown, 1 passes -p/--cgroup, 2 not */
+	unsigned int flags;		/* enum runq_start_flags */
 	unsigned int pad0;
 	unsigned long long sweep_acc;	/* the start sweep's baseline plus one (0: none),
 					 * one store; taken (set to 0) by the task's first
@@ -52,12 +50,9 @@ struct runq_start {
 
 enum runq_start_flags {
 	RUNQ_ACC_OK = 1,	/* acc is known */
-	RUNQ_NSW_OK = 2,	/* nsw is known (a tracepoint wakeup carries no task) */
-	RUNQ_DEP_OK = 4,	/* dep is known */
-	RUNQ_NSW_DEP = 8,	/* nsw is dep: the count at the last switch-out seen */
-	RUNQ_TAKEN_OVER = 16,	/* pid-keyed: this pid and start time were another task's
+	RUNQ_TAKEN_OVER = 2,	/* pid-keyed: this pid and start time were another task's
 				 * (exec from a thread): its start time says nothing */
-	RUNQ_SEEN = 32,		/* an event of the task was seen (not just the sweep's count) */
+	RUNQ_SEEN = 4,		/* an event of the task was seen (not just the sweep's count) */
 };
 
 /* Key of the per-process / per-thread histogram hash. */

@@ -5,9 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/capability.h>
-#include <linux/magic.h>
 #include <linux/membarrier.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -183,41 +181,6 @@ bool lh_btf_has_member(const char *type, const char *member)
 		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
 			return true;
 	return false;
-}
-
-/* libbpf's tracefs_path(): debugfs's tracing folder when it exists */
-static const char *tracefs_root(void)
-{
-	return access("/sys/kernel/debug/tracing", F_OK) ? "/sys/kernel/tracing" :
-	       "/sys/kernel/debug/tracing";
-}
-
-bool lh_tracefs_has(const char *event)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), "%s/events/%s/id", tracefs_root(), event);
-	return !access(path, R_OK);
-}
-
-const char *lh_tracefs_why(const char *event, char *buf, size_t len)
-{
-	const char *root = tracefs_root();
-	struct statfs s;
-	char path[256];
-
-	snprintf(path, sizeof(path), "%s/events/%s/id", root, event);
-	if (!access(path, R_OK))
-		return NULL;
-	if (errno == EACCES || errno == EPERM)	/* mounted 0700 and we are not root */
-		snprintf(buf, len, "tracefs at %s cannot be read by this user; run as root",
-			 root);
-	else if (!statfs(root, &s) && s.f_type == TRACEFS_MAGIC)
-		snprintf(buf, len, "tracefs at %s lists no %s event", root, event);
-	else
-		snprintf(buf, len, "tracefs is not mounted; mount -t tracefs nodev "
-			 "/sys/kernel/tracing");
-	return buf;
 }
 
 int lh_probe_iter(const char *target)

@@ -40,18 +40,6 @@ int lh_check_btf(char *msg, size_t len);
  */
 int lh_tp_nargs(const char *tp);
 
-/*
- * Does tracefs list the event ("sched/sched_switch"), so that a classic
- * tracepoint program can attach? Looks where libbpf does:
- * /sys/kernel/debug/tracing when that exists, else /sys/kernel/tracing.
- */
-bool lh_tracefs_has(const char *event);
-
-/* Why tracefs event ("sched/sched_switch") cannot be used, in buf (len bytes):
- * tracefs not mounted, mounted but not readable by this user, or without that
- * event. NULL when it can. */
-const char *lh_tracefs_why(const char *event, char *buf, size_t len);
-
 /* Whether tp_btf programs with task local storage can run here (BTF, 5.11+). */
 bool lh_probe_tp_btf_task_storage(void);
 

@@ -30,8 +30,7 @@ const char lh_common_help[] =
 	"                         0.0.4, for node_exporter's textfile collector)\n"
 	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
 	"                         owner) instead of stdout; - is stdout\n"
-	"      --attach TYPE      auto (default: tp_btf, else raw_tp, else tracepoint),\n"
-	"                         tp_btf, raw_tp or tracepoint (classic; needs tracefs)\n"
+	"      --attach TYPE      auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
 	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
 	"                         (default 10240; overflow is counted as hist_map_full)\n"
 	"      --slower-than DUR  also emit one record per event at or over DUR (e.g. 10ms,\n"
@@ -380,9 +379,15 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->attach_set = true;
 		if (!strcmp(arg, "auto")) {
 			o->attach = LH_ATTACH_AUTO;
+		} else if (!strcmp(arg, "tracepoint")) {
+			/* every kernel with the BTF lathist needs has raw_tp (README) */
+			lh_usage_error(tool, "--attach tracepoint: lathist no longer attaches classic "
+				       "tracepoints (every kernel with BTF has raw_tp, which pairs "
+				       "exactly); use --attach raw_tp or auto");
+			return -EINVAL;
 		} else if (lh_attach_parse(arg, &o->attach)) {
-			lh_usage_error(tool, "--attach '%s': unknown attach type; use auto, tp_btf, "
-				       "raw_tp or tracepoint", arg);
+			lh_usage_error(tool, "--attach '%s': unknown attach type; use auto, tp_btf "
+				       "or raw_tp", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -461,8 +466,6 @@ const char *lh_attach_name(enum lh_attach_mode t)
 		return "tp_btf";
 	case LH_ATTACH_RAW_TP:
 		return "raw_tp";
-	case LH_ATTACH_TRACEPOINT:
-		return "tracepoint";
 	default:
 		return "auto";
 	}
@@ -470,7 +473,7 @@ const char *lh_attach_name(enum lh_attach_mode t)
 
 int lh_attach_parse(const char *s, enum lh_attach_mode *t)
 {
-	for (enum lh_attach_mode i = LH_ATTACH_TP_BTF; i <= LH_ATTACH_TRACEPOINT; i++) {
+	for (enum lh_attach_mode i = LH_ATTACH_TP_BTF; i <= LH_ATTACH_RAW_TP; i++) {
 		if (!strcmp(s, lh_attach_name(i))) {
 			*t = i;
 			return 0;
@@ -532,7 +535,6 @@ int lh_check_pidns(const char *tool, const char *uses_ids)
  * Test and bench hooks, out of the option surface: $LATHIST_TEST, words
  * separated by spaces — reject=TYPE[,TYPE] (that attach type's load fails as
  * a verifier rejection would), no-sweep (the sweeps act as refused),
- * no-frontmerge (bio's tracepoint path without block_bio_frontmerge),
  * consumer-delay-us=N (sleep per record read), kernel-wakeup (the kernel's
  * own ring buffer wakeups). An unknown word is a usage error.
  */
@@ -549,8 +551,6 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 	for (w = strtok_r(list, " ", &save); w && !err; w = strtok_r(NULL, " ", &save)) {
 		if (!strcmp(w, "no-sweep")) {
 			o->test_no_sweep = true;
-		} else if (!strcmp(w, "no-frontmerge")) {
-			o->test_no_frontmerge = true;
 		} else if (!strcmp(w, "kernel-wakeup")) {
 			o->kernel_wakeup = true;
 		} else if (!strncmp(w, "consumer-delay-us=", 18)) {
@@ -572,7 +572,7 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 		}
 		if (err)
 			lh_usage_error(tool, "LATHIST_TEST: '%s' is not a test hook; give reject=TYPES, "
-				       "no-sweep, no-frontmerge, consumer-delay-us=N or kernel-wakeup "
+				       "no-sweep, consumer-delay-us=N or kernel-wakeup "
 				       "(or unset it)", w);
 	}
 	free(list);

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 enum lh_format { LH_FMT_TEXT, LH_FMT_JSON, LH_FMT_CSV, LH_FMT_OPENMETRICS, LH_FMT_PROMETHEUS };
-/* --attach: AUTO tries the others in this order (tp_btf, raw_tp, classic tracepoint). */
-enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP, LH_ATTACH_TRACEPOINT };
+/* --attach: AUTO tries the others in this order (tp_btf, raw_tp). */
+enum lh_attach_mode { LH_ATTACH_AUTO, LH_ATTACH_TP_BTF, LH_ATTACH_RAW_TP };
 
 /* Exit statuses of every verb. */
 enum { LH_EXIT_OK = 0, LH_EXIT_RUNTIME = 1, LH_EXIT_USAGE = 2 };
@@ -51,7 +51,6 @@ struct lh_common_opts {
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	unsigned int test_reject;	/* test only: bit 1 << type fails that type's load */
 	bool test_no_sweep;		/* test only: the sweeps act as if refused (-EPERM) */
-	bool test_no_frontmerge;	/* test only: bio's tracepoint path without front merges */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 
@@ -113,7 +112,7 @@ int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
  */
 int lh_check_file_opt(const char *opt, const char *arg, const char *what, const char *tool);
 
-/* "tp_btf", "raw_tp", "tracepoint" (the names --attach takes and meta.attach holds); "auto". */
+/* "tp_btf", "raw_tp" (the names --attach takes and meta.attach holds); "auto". */
 const char *lh_attach_name(enum lh_attach_mode t);
 
 /* The type named s (not "auto") into *t; -EINVAL when s names none. */

@@ -106,21 +106,6 @@ static void check_btf(struct doctor *d)
 	}
 }
 
-static void check_tracefs(struct doctor *d)
-{
-	struct statfs s;
-	bool mounted = !statfs("/sys/kernel/tracing", &s) && s.f_type == TRACEFS_MAGIC;
-	char why[160];
-
-	if (!lh_tracefs_why("sched/sched_switch", why, sizeof(why)))
-		say(d, "tracefs", ST_OK, "%s: the classic tracepoint path (--attach tracepoint, "
-		    "auto's last resort) can attach; tp_btf and raw_tp do not need it",
-		    mounted ? "mounted at /sys/kernel/tracing" : "tracing events listed");
-	else	/* mounted 0700 is not "not mounted" */
-		say(d, "tracefs", ST_INFO, "%s: tp_btf and raw_tp attach without it; only "
-		    "--attach tracepoint needs it", why);
-}
-
 static void check_sysctls(struct doctor *d)
 {
 	long paranoid = read_long("/proc/sys/kernel/perf_event_paranoid", -100);
@@ -156,8 +141,7 @@ static void check_sysctls(struct doctor *d)
 	}
 }
 
-/* Tracepoints: in BTF (tp_btf, and raw_tp with its argument count), in tracefs
- * (classic tracepoints), or neither. */
+/* Tracepoints: in vmlinux BTF (tp_btf, and raw_tp with its argument count) or not. */
 static void check_tracepoints(struct doctor *d)
 {
 	for (int k = 0; lh_tools[k]; k++) {
@@ -167,33 +151,21 @@ static void check_tracepoints(struct doctor *d)
 		for (int i = 0; i < t->ntps; i++) {
 			const struct lh_tool_tp *e = &t->tps[i];
 			const char *tp = strchr(e->event, '/') + 1;
-			bool tracefs = lh_tracefs_has(e->event);
 			int n = lh_tp_nargs(tp);
-			char name[40], classic[48], whybuf[160];
-			const char *why = tracefs ? NULL :
-					  lh_tracefs_why(e->event, whybuf, sizeof(whybuf));
+			char name[40];
 
 			snprintf(name, sizeof(name), "tp %s", tp);
-			snprintf(classic, sizeof(classic), "tracepoint %s", !why ? "yes" :
-				 strstr(why, "cannot be read") ? "no (tracefs not readable)" :
-				 strstr(why, "not mounted") ? "no (tracefs not mounted)" :
-				 "no (not in tracefs)");
 			if (e->any_of) {
 				has_any = true;
-				any |= n >= 0 || tracefs;
+				any |= n >= 0;
 			}
 			if (n >= 0) {
-				say(d, name, ST_OK, "tp_btf and raw_tp (%d argument%s), %s (%s)", n,
-				    n == 1 ? "" : "s", classic, e->why);
+				say(d, name, ST_OK, "tp_btf and raw_tp (%d argument%s) (%s)", n,
+				    n == 1 ? "" : "s", e->why);
 				continue;
 			}
-			if (tracefs) {
-				say(d, name, ST_INFO, "not in vmlinux BTF: --attach tracepoint only (%s)",
-				    e->why);
-				continue;
-			}
-			say(d, name, e->needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF nor in "
-			    "tracefs (%s)%s", e->why, e->needed ? ": cannot run" : "");
+			say(d, name, e->needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF (%s)%s",
+			    e->why, e->needed ? ": cannot run" : "");
 			if (e->needed)
 				d->cannot |= t->bit;
 		}
@@ -207,15 +179,14 @@ static void check_gap_fields(struct doctor *d)
 {
 	if (lh_btf_has_member("sched_entity", "cfs_rq"))
 		say(d, "runq rq", ST_OK, "sched_entity::cfs_rq: missed_switch counts every switch "
-		    "the kernel made with no event (rq->nr_switches); runq --attach tracepoint can "
-		    "find the task switched in");
+		    "the kernel made with no event (rq->nr_switches)");
 	else
 		say(d, "runq rq", ST_INFO, "no sched_entity::cfs_rq (CONFIG_FAIR_GROUP_SCHED): "
 		    "missed_switch counts only switches whose prev is not the CPU's last next (a "
-		    "lower bound); runq --attach tracepoint cannot run");
+		    "lower bound)");
 	if (lh_btf_has_member("sched_info", "last_queued"))
-		say(d, "runq sched_info", ST_OK, "sched_info.last_queued and last_arrival: a wait "
-		    "queued before tracing is told from one whose start no event showed");
+		say(d, "runq sched_info", ST_OK, "sched_info.last_queued: a wait queued before "
+		    "tracing is told from one whose start no event showed");
 	else
 		say(d, "runq sched_info", ST_INFO, "no sched_info (CONFIG_SCHED_INFO): a task "
 		    "older than the trace, switched in with no start seen, counts as waiting since "
@@ -352,7 +323,6 @@ int doctor_main(int argc, char **argv)
 	say(&d, "kernel", ST_INFO, "%s %s", u.release, u.machine);
 	check_caps(&d);
 	check_btf(&d);
-	check_tracefs(&d);
 	check_sysctls(&d);
 	if (!access("/sys/kernel/btf/vmlinux", R_OK)) {
 		check_tracepoints(&d);

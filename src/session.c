@@ -163,8 +163,8 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 /*
  * Runs of the tool's programs the kernel skipped so far: bpf_prog_info's
  * recursion_misses (5.12+; 0 before), counted when a program would run while
- * it, or on classic tracepoints any kprobe or tracepoint program, is already
- * running on that CPU (kernel/trace/bpf_trace.c trace_call_bpf()).
+ * it is already running on that CPU (kernel/trace/bpf_trace.c
+ * __bpf_trace_run()).
  */
 static uint64_t prog_misses(const struct lh_session *s)
 {

@@ -80,9 +80,8 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 }
 
 int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok,
-			 const char *btf_why, const char *tp_event, enum lh_attach_mode out[3])
+			 const char *btf_why, enum lh_attach_mode out[2])
 {
-	bool tracefs = lh_tracefs_has(tp_event);
 	int n = 0;
 
 	switch (mode) {
@@ -94,17 +93,6 @@ int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok
 		}
 		out[n++] = mode;
 		break;
-	case LH_ATTACH_TRACEPOINT:
-		if (!tracefs) {
-			char why[160];
-
-			fprintf(stderr, "lathist %s: --attach tracepoint: %s; or use --attach auto\n",
-				tool, lh_tracefs_why(tp_event, why, sizeof(why)) ? why : "tracefs "
-				"went away");
-			return 0;
-		}
-		out[n++] = mode;
-		break;
 	case LH_ATTACH_RAW_TP:
 		out[n++] = mode;
 		break;
@@ -112,8 +100,6 @@ int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok
 		if (btf_ok)
 			out[n++] = LH_ATTACH_TP_BTF;
 		out[n++] = LH_ATTACH_RAW_TP;
-		if (tracefs)
-			out[n++] = LH_ATTACH_TRACEPOINT;
 	}
 	return n;
 }

@@ -46,14 +46,13 @@ struct lh_prog_link {
 int lh_attach_in_order(const char *tool, const struct lh_prog_link *progs, size_t n, bool verbose);
 
 /*
- * The attach types a tool tries, in order, into out[0..2]: for --attach auto,
- * tp_btf when btf_ok, then raw_tp, then the classic tracepoint when tracefs
- * lists tp_event ("sched/sched_switch"); an explicit type alone. Returns how
- * many (1..3), or 0 after one line saying why the requested type cannot run
+ * The attach types a tool tries, in order, into out[0..1]: for --attach auto,
+ * tp_btf when btf_ok, then raw_tp; an explicit type alone. Returns how many
+ * (1..2), or 0 after one line saying why the requested type cannot run
  * (btf_why: what tp_btf lacks here, e.g. "BPF task storage (5.11+)").
  */
 int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok,
-			 const char *btf_why, const char *tp_event, enum lh_attach_mode out[3]);
+			 const char *btf_why, enum lh_attach_mode out[2]);
 
 /* How a tool opens, configures, loads and destroys its skeleton (lh_load_first). */
 struct lh_skel_ops {

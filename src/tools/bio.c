@@ -286,15 +286,10 @@ static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 		lh_meta_add_filter(m, "disk", false, "%s", o->disk);
 }
 
-/* What this kernel has for type t: tracepoints in BTF (tp_btf, raw_tp) or in tracefs. */
+/* What this kernel has for type t: its tracepoints' BTF prototypes, the sweep. */
 static void plan_for(struct bio_attach_plan *p, enum lh_attach_mode t, bool no_sweep)
 {
 	p->type = t;
-	if (t == LH_ATTACH_TRACEPOINT) {
-		p->has_io_start = lh_tracefs_has("block/block_io_start");
-		p->has_merge = lh_tracefs_has("block/block_rq_merge");
-		return;
-	}
 	p->has_io_start = lh_tp_nargs("block_io_start") >= 1;
 	p->issue_has_q = lh_tp_nargs("block_rq_issue") == 2;
 	p->insert_has_q = lh_tp_nargs("block_rq_insert") == 2;
@@ -315,8 +310,6 @@ static void meta_attach(struct lh_meta *m, const struct bio_attach_plan *p)
 	m->attach[m->nattach++] = (struct lh_attach){ "block_rq_complete", type };
 	if (p->has_merge)
 		m->attach[m->nattach++] = (struct lh_attach){ "block_rq_merge", type };
-	if (p->type == LH_ATTACH_TRACEPOINT)
-		m->attach[m->nattach++] = (struct lh_attach){ "block_bio_frontmerge", type };
 }
 
 static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_attach_plan *p)
@@ -325,7 +318,6 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	size_t hist_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	size_t value_size = BIO_NR_HISTS * hist_size;
 	bool btf = p->type == LH_ATTACH_TP_BTF, raw = p->type == LH_ATTACH_RAW_TP;
-	bool tp = p->type == LH_ATTACH_TRACEPOINT;
 
 	s->rodata->hist_precision = o->c.precision;
 	s->rodata->hist_nslots = nslots;
@@ -346,8 +338,7 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_map__set_max_entries(s->maps.bio_hist, o->c.max_keys);
 	if (o->group & BIO_GROUP_PROCESS)	/* many keys, created in bursts */
 		lh_prealloc_if_small(s->maps.bio_hist, o->c.max_keys, value_size);
-	bpf_map__set_max_entries(s->maps.bio_requests, tp ? 1 : o->max_requests);
-	bpf_map__set_max_entries(s->maps.bio_tp_requests, tp ? o->max_requests : 1);
+	bpf_map__set_max_entries(s->maps.bio_requests, o->max_requests);
 
 	bpf_program__set_autoload(s->progs.bio_io_start_btf, btf && p->has_io_start);
 	bpf_program__set_autoload(s->progs.bio_insert_btf, btf && !p->has_io_start);
@@ -359,14 +350,8 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_program__set_autoload(s->progs.bio_issue_raw, raw);
 	bpf_program__set_autoload(s->progs.bio_complete_raw, raw);
 	bpf_program__set_autoload(s->progs.bio_merge_raw, raw && p->has_merge);
-	bpf_program__set_autoload(s->progs.bio_io_start_tp, tp && p->has_io_start);
-	bpf_program__set_autoload(s->progs.bio_insert_tp, tp && !p->has_io_start);
-	bpf_program__set_autoload(s->progs.bio_issue_tp, tp);
-	bpf_program__set_autoload(s->progs.bio_complete_tp, tp);
-	bpf_program__set_autoload(s->progs.bio_merge_tp, tp && p->has_merge);
-	bpf_program__set_autoload(s->progs.bio_frontmerge_tp, tp && !o->c.test_no_frontmerge);
-	/* the end-of-run sweep (plan_for); the tracepoint path has no request pointers */
-	bpf_program__set_autoload(s->progs.bio_sweep, !tp && !p->sweep_err);
+	/* the end-of-run sweep (plan_for) */
+	bpf_program__set_autoload(s->progs.bio_sweep, !p->sweep_err);
 	return value_size;
 }
 
@@ -378,20 +363,14 @@ static int attach(void *skel, bool verbose)
 	struct lh_prog_link order[] = {
 		{ s->progs.bio_complete_btf, &s->links.bio_complete_btf },
 		{ s->progs.bio_complete_raw, &s->links.bio_complete_raw },
-		{ s->progs.bio_complete_tp, &s->links.bio_complete_tp },
 		{ s->progs.bio_merge_btf, &s->links.bio_merge_btf },
 		{ s->progs.bio_merge_raw, &s->links.bio_merge_raw },
-		{ s->progs.bio_merge_tp, &s->links.bio_merge_tp },
-		{ s->progs.bio_frontmerge_tp, &s->links.bio_frontmerge_tp },
 		{ s->progs.bio_issue_btf, &s->links.bio_issue_btf },
 		{ s->progs.bio_issue_raw, &s->links.bio_issue_raw },
-		{ s->progs.bio_issue_tp, &s->links.bio_issue_tp },
 		{ s->progs.bio_insert_btf, &s->links.bio_insert_btf },
 		{ s->progs.bio_insert_raw, &s->links.bio_insert_raw },
-		{ s->progs.bio_insert_tp, &s->links.bio_insert_tp },
 		{ s->progs.bio_io_start_btf, &s->links.bio_io_start_btf },
 		{ s->progs.bio_io_start_raw, &s->links.bio_io_start_raw },
-		{ s->progs.bio_io_start_tp, &s->links.bio_io_start_tp },
 	};
 
 	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
@@ -630,7 +609,7 @@ static int bio_main(int argc, char **argv)
 {
 	struct bio_opts o;
 	struct bio_ctx x = { .o = &o };
-	enum lh_attach_mode types[3], type = LH_ATTACH_AUTO;
+	enum lh_attach_mode types[2], type = LH_ATTACH_AUTO;
 	struct lh_session s;
 	char grouping[32], what[64];
 	size_t value_size = 0;
@@ -644,7 +623,7 @@ static int bio_main(int argc, char **argv)
 		return LH_EXIT_RUNTIME;
 	/* tp_btf needs BTF and kernel 5.5+; the tracepoints' prototypes decide the rest */
 	ntypes = lh_attach_candidates(TOOL, o.c.attach, lh_tp_nargs("block_rq_issue") > 0,
-				      "block_rq_issue in its BTF", "block/block_rq_issue", types);
+				      "block_rq_issue in its BTF", types);
 	if (!ntypes)
 		return LH_EXIT_RUNTIME;
 	grouping_name(o.group, grouping, sizeof(grouping));
@@ -659,7 +638,7 @@ static int bio_main(int argc, char **argv)
 	x.skel = skel;
 	meta_attach(&s.report.meta, &x.plan);
 	/* meta.unchecked from each read on: this, and the I/O no tracepoint showed */
-	if (type != LH_ATTACH_TRACEPOINT && x.plan.sweep_err)
+	if (x.plan.sweep_err)
 		snprintf(x.unchecked, sizeof(x.unchecked),
 			 "the end-of-run sweep cannot run here (%s), so a request whose completion "
 			 "no event showed and whose struct was not reused is not counted "
@@ -682,8 +661,6 @@ static const struct lh_tool_tp bio_tps[] = {
 	{ "block/block_rq_issue", true, 0, "bio: requests reaching the driver" },
 	{ "block/block_rq_complete", true, 0, "bio: completions" },
 	{ "block/block_rq_merge", false, 0, "bio: merged requests (else seen as reuse)" },
-	{ "block/block_bio_frontmerge", false, 0, "bio on tracepoints: requests whose start "
-	  "sector moves" },
 };
 
 /* bio's registry descriptor (src/registry.h). */

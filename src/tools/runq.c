@@ -66,8 +66,7 @@ static const char runq_help[] =
 	"                         page-faults, ..., rNNNN (at most 8)\n"
 	"      --counters-optional  go on without counters this machine cannot count\n"
 	"Maps:\n"
-	"      --max-tasks N      raw_tp and tracepoint: entries of the pid-keyed start map\n"
-	"                         (32768)\n"
+	"      --max-tasks N      raw_tp: entries of the pid-keyed start map (32768)\n"
 	"Common options:\n";
 
 static int parse_cpus(struct runq_opts *o, const char *arg)
@@ -309,7 +308,6 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 			bool has_storage, bool sweeps)
 {
 	bool btf = type == LH_ATTACH_TP_BTF, raw = type == LH_ATTACH_RAW_TP;
-	bool tp = type == LH_ATTACH_TRACEPOINT;
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
 	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	int nargs = lh_tp_nargs("sched_switch");
@@ -337,7 +335,6 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? o->c.max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
-	s->rodata->tp_classic = tp;
 	s->rodata->use_task_storage = btf;
 	/* the sweeps: task iterators (5.8+), loaded where task storage (5.11+)
 	 * says the kernel is new enough */
@@ -367,10 +364,6 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_program__set_autoload(s->progs.runq_wakeup_new_raw, raw);
 	bpf_program__set_autoload(s->progs.runq_switch_raw, raw);
 	bpf_program__set_autoload(s->progs.runq_exit_raw, raw);
-	bpf_program__set_autoload(s->progs.runq_wakeup_tp, tp);
-	bpf_program__set_autoload(s->progs.runq_wakeup_new_tp, tp);
-	bpf_program__set_autoload(s->progs.runq_switch_tp, tp);
-	bpf_program__set_autoload(s->progs.runq_exit_tp, tp);
 	return value_size;
 }
 
@@ -383,16 +376,12 @@ static int attach(void *skel, bool verbose)
 	struct lh_prog_link order[] = {
 		{ s->progs.runq_switch_btf, &s->links.runq_switch_btf },
 		{ s->progs.runq_switch_raw, &s->links.runq_switch_raw },
-		{ s->progs.runq_switch_tp, &s->links.runq_switch_tp },
 		{ s->progs.runq_wakeup_new_btf, &s->links.runq_wakeup_new_btf },
 		{ s->progs.runq_wakeup_new_raw, &s->links.runq_wakeup_new_raw },
-		{ s->progs.runq_wakeup_new_tp, &s->links.runq_wakeup_new_tp },
 		{ s->progs.runq_wakeup_btf, &s->links.runq_wakeup_btf },
 		{ s->progs.runq_wakeup_raw, &s->links.runq_wakeup_raw },
-		{ s->progs.runq_wakeup_tp, &s->links.runq_wakeup_tp },
 		{ s->progs.runq_exit_btf, &s->links.runq_exit_btf },
 		{ s->progs.runq_exit_raw, &s->links.runq_exit_raw },
-		{ s->progs.runq_exit_tp, &s->links.runq_exit_tp },
 	};
 
 	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
@@ -875,37 +864,13 @@ static void skel_destroy(void *skel)
 
 static const struct lh_skel_ops skel_ops = { skel_open, skel_configure, skel_load, skel_destroy };
 
-/*
- * The classic tracepoint path reaches the task switched in through the
- * runqueue (current->se.cfs_rq->rq->curr), which needs sched_entity::cfs_rq
- * (CONFIG_FAIR_GROUP_SCHED): without it the path is left out of auto and
- * refused when asked for. Returns how many types are left.
- */
-static int tracepoint_reachable(const struct runq_opts *o, enum lh_attach_mode *types, int n)
-{
-	int kept = 0;
-
-	if (lh_btf_has_member("sched_entity", "cfs_rq"))
-		return n;
-	if (o->c.attach == LH_ATTACH_TRACEPOINT) {
-		fprintf(stderr, "lathist runq: --attach tracepoint: this kernel has no "
-			"sched_entity::cfs_rq (CONFIG_FAIR_GROUP_SCHED), through which that path finds "
-			"the task switched in; use --attach auto (or raw_tp)\n");
-		return 0;
-	}
-	for (int i = 0; i < n; i++)
-		if (types[i] != LH_ATTACH_TRACEPOINT)
-			types[kept++] = types[i];
-	return kept;
-}
-
 /* lathist runq: its registry descriptor's entry point (argv[0] is the verb). */
 static int runq_main(int argc, char **argv)
 {
 	struct runq_opts o;
 	struct runq_ctx x = { .o = &o };
 	struct lh_session s;
-	enum lh_attach_mode types[3], type = LH_ATTACH_AUTO;
+	enum lh_attach_mode types[2], type = LH_ATTACH_AUTO;
 	size_t value_size = 0;
 	void *skel;
 	char what[64];
@@ -921,8 +886,7 @@ static int runq_main(int argc, char **argv)
 	/* a kernel may refuse one kind of iterator and not another: probed */
 	x.iter_err = !x.has_storage ? 0 : o.c.test_no_sweep ? -EPERM : lh_probe_iter("task");
 	ntypes = lh_attach_candidates(TOOL, o.c.attach, x.has_storage, "BPF task storage (5.11+)",
-				      "sched/sched_switch", types);
-	ntypes = tracepoint_reachable(&o, types, ntypes);
+				      types);
 	if (!ntypes)
 		return LH_EXIT_RUNTIME;
 	init_meta(&s, &o);

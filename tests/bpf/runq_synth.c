@@ -9,10 +9,9 @@
  * programs only for the events marked seen. After each step it prints one
  * JSON line: the step's name, every non-zero counter of that step, the step's
  * paired waits (count, max_ns) from the total histograms, and whether the pid
- * entry of the step's task is left. The second part runs the same programs as
- * the classic tracepoint path configures them, with its pid-only wakeup and
- * -p TP_TGID; the third groups per thread, where a lost wait is charged to
- * its task's key.
+ * entry of the step's task is left. The second part groups per thread, where
+ * a lost wait is charged to its task's key; the third runs the sweeps alone on
+ * a real process.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +33,6 @@
 #define NCPUS 2
 #define MS 1000000ULL
 #define TASK_DEAD 0x80
-#define TP_TGID 3000		/* the process the tracepoint part traces (-p) */
 
 struct task {
 	unsigned int idx, pid, tgid;
@@ -44,7 +42,6 @@ struct task {
 };
 
 static struct runq_bpf *rq;
-static int tp_mode;		/* the tracepoint path's state machine */
 static int keyed_mode;		/* --per-thread: losses charged to keys */
 static int sweep_pid;		/* the sweeps alone, tracing (-p) this real process */
 static struct faketask_bpf *ft;
@@ -121,7 +118,7 @@ static struct task *task(unsigned int pid, unsigned long long start, unsigned lo
 
 	t->idx = (unsigned int)ntasks++;
 	t->pid = pid;
-	t->tgid = tp_mode && pid ? TP_TGID : pid;
+	t->tgid = pid;
 	t->pcount = nsw;
 	t->start = start;
 	t->nsw = nsw;
@@ -135,10 +132,7 @@ static void wakeup(struct task *t, int new_task, int seen)
 	if (!t->queued)		/* sched_info_enqueue() */
 		t->queued = now_ns();
 	push(t);
-	if (seen && tp_mode)	/* a classic tracepoint's record: pid, target CPU */
-		run(rq->progs.runq_wakeup_pid_test, t->cpu, 3, t->pid, t->cpu,
-		    (unsigned long long)new_task, 0);
-	else if (seen)
+	if (seen)
 		run(new_task ? rq->progs.runq_wakeup_new_raw : rq->progs.runq_wakeup_raw, t->cpu, 1,
 		    t->addr, 0, 0, 0);
 }
@@ -240,7 +234,7 @@ static void report(const char *step, const struct task *t)
 		bpf_map_update_elem(bpf_map__fd(rq->maps.runq_hist), &k, vals, BPF_ANY);
 	}
 	if (t) {
-		printf("{\"step\":\"%s%s\",\"entry\":%d", tp_mode ? "tp_" : keyed_mode ? "keyed_" : "",
+		printf("{\"step\":\"%s%s\",\"entry\":%d", keyed_mode ? "keyed_" : "",
 		       step, bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid,
 						 &entry) == 0);
 	}
@@ -257,8 +251,7 @@ static void report(const char *step, const struct task *t)
 	free(vals);
 }
 
-/* Load the runq programs as the loader configures the raw_tp path (or, with
- * tp_mode, the tracepoint path's state machine) with --oncpu. */
+/* Load the runq programs as the loader configures the raw_tp path, with --oncpu. */
 static void load(void)
 {
 	size_t vsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0);
@@ -281,13 +274,10 @@ static void load(void)
 	bpf_map__set_max_entries(rq->maps.runq_pid_start, 1024);
 	rq->rodata->switch_has_prev_state = true;
 	rq->rodata->oncpu_on = true;
-	rq->rodata->tp_classic = tp_mode;
-	rq->rodata->filter_tgid = tp_mode ? TP_TGID : 0;
 	rq->rodata->pmu_ncpus = (unsigned int)ncpus;
 	/* only raw_tp programs can be test-run; the sweeps are task iterators */
 	bpf_object__for_each_program(p, rq->obj)
 		bpf_program__set_autoload(p, !sweep_pid && strstr(bpf_program__name(p), "_raw"));
-	bpf_program__set_autoload(rq->progs.runq_wakeup_pid_test, tp_mode);
 	bpf_program__set_autoload(rq->progs.runq_sweep_start, sweep_pid);
 	bpf_program__set_autoload(rq->progs.runq_sweep_end, sweep_pid);
 	rq->rodata->use_task_storage = sweep_pid;
@@ -422,78 +412,6 @@ static void raw_steps(void)
 	report("dead", a);
 }
 
-/* The tracepoint path: a wakeup names its task by pid only. */
-static void tp_steps(void)
-{
-	unsigned long long t0 = rq->bss->lh_start_ns, old = 1;
-	struct task *idle[NCPUS], *a, *x;
-
-	boot(idle);
-	/* a new task: its switch count is 0, known */
-	a = task(3001, t0 + 1, 0);
-	wakeup(a, 1, 1);
-	sw(0, a, 0, 0, 1);
-	report("new_task", a);
-
-	/* its switch-out seen: the count at its next wakeup is known */
-	sw(0, idle[0], 0, 1, 1);
-	wakeup(a, 0, 1);
-	sw(0, a, 0, 0, 1);
-	report("count_known", a);
-
-	/* asleep since before tracing: its last switch-in came before it */
-	x = task(3002, old, 5);
-	x->arrival = t0 - 1000 * MS;
-	push(x);
-	wakeup(x, 0, 1);
-	sw(1, x, 0, 0, 1);
-	report("ran_before_trace", x);
-
-	/* asleep since before tracing, but a switch-in sched_info did not count
-	 * (pcount behind the switch count): last_arrival cannot be trusted */
-	x = task(3005, old, 5);
-	x->pcount = 4;
-	x->arrival = t0 - 1000 * MS;
-	push(x);
-	wakeup(x, 0, 1);
-	sw(1, x, 1, 0, 1);
-	report("pcount_behind", x);
-
-	/* ran while tracing, no switch-out of it seen: nothing checks the start */
-	x = task(3003, old, 5);
-	x->arrival = now_ns();
-	push(x);
-	wakeup(x, 0, 1);
-	sw(1, x, 1, 0, 1);
-	report("unchecked", x);
-
-	/* its switch-out before the wakeup not seen: the count kept is behind */
-	sw(0, idle[0], 0, 1, 0);		/* a sleeps: no event */
-	wakeup(a, 0, 1);
-	sw(0, a, 0, 0, 1);
-	report("count_behind", a);
-
-	/* woken (seen), switched in and out with no event, woken again (seen):
-	 * the first start lost its switch-in; the second cannot be checked */
-	sw(0, idle[0], 0, 1, 1);		/* a sleeps (seen) */
-	wakeup(a, 0, 1);
-	sw(0, a, 0, 0, 0);
-	sw(0, idle[0], 0, 1, 0);
-	wakeup(a, 0, 1);
-	sw(0, a, 0, 0, 1);
-	report("woken_again", a);
-
-	/* -p: a task of another process, woken (its record names no process),
-	 * switched in with no event, exits: nothing of it is counted */
-	x = task(3004, t0 + 1, 0);
-	x->tgid = 3999;
-	push(x);
-	wakeup(x, 1, 1);
-	sw(1, x, 0, 0, 0);
-	task_exit(x, 1);
-	report("other_process_exits", x);
-}
-
 /* --per-thread: a lost wait is charged to its task's key, no other */
 static void keyed_steps(void)
 {
@@ -599,7 +517,7 @@ static void sweep_part(void)
 		_exit(0);
 	}
 	close(fds[0]);
-	tp_mode = keyed_mode = 0;
+	keyed_mode = 0;
 	load();
 	sweep_steps(fds[1]);
 	close(fds[1]);
@@ -617,13 +535,10 @@ int main(void)
 	ft = faketask_bpf__open_and_load();
 	if (!ft)
 		die("open faketask");
-	for (int part = 0; part < 3; part++) {
-		tp_mode = part == 1;
-		keyed_mode = part == 2;
+	for (int part = 0; part < 2; part++) {
+		keyed_mode = part == 1;
 		load();
-		if (tp_mode)
-			tp_steps();
-		else if (keyed_mode)
+		if (keyed_mode)
 			keyed_steps();
 		else
 			raw_steps();

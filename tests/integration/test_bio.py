@@ -10,7 +10,7 @@ import time
 from lh import (BIOWORK, Lathist, LoopDevice, TracepointCounter, Workload, check, run)
 
 READS, RSIZE, WRITES, WSIZE = 300, 4096, 200, 8192
-ATTACH = ("tp_btf", "raw_tp", "tracepoint")
+ATTACH = ("tp_btf", "raw_tp")
 
 
 def sums(doc, name="total", **match):
@@ -88,7 +88,7 @@ def check_direct(dev, row, delta, doc):
 
 def test_direct_io_every_scheduler():
     """N O_DIRECT reads and writes: per-process count N, bytes N x size, per-disk counts
-    equal /sys/block/DEV/stat; tp_btf, raw_tp and tracepoint, traced at once, agree (C6,
+    equal /sys/block/DEV/stat; tp_btf and raw_tp, traced at once, agree (C6,
     C12); for each scheduler."""
     with LoopDevice() as probe:
         scheds = [s for s in probe.schedulers() if s in ("none", "mq-deadline", "kyber", "bfq")]
@@ -103,21 +103,17 @@ def test_direct_io_every_scheduler():
                     check_direct(dev, rows[0], deltas[0], doc)
                 except AssertionError as e:
                     raise AssertionError(f"scheduler {sched}, {attach}: {e}") from None
-                # nothing lost but what a kernel gap took (the counts above close with it):
-                # on the tracepoint path a completion with no event leaves its key held,
-                # and the next request at that sector replaces it (overwritten_start)
+                # nothing lost but what a kernel gap took (the counts above close with it)
                 loss = doc["loss"]
-                gap = loss["missed_completion"] + loss["prog_missed"] + \
-                    (loss["overwritten_start"] if attach == "tracepoint" else 0)
+                gap = loss["missed_completion"] + loss["prog_missed"]
                 check(loss["lost"] == gap, f"{sched} {attach}: losses {loss}")
 
 
 def test_two_loop_devices_same_sectors():
-    """C5: the same sector numbers on two devices at once never collide (also on the
-    tracepoint path, which pairs by disk, operation and sector)."""
+    """C5: the same sector numbers on two devices at once never collide, on either path."""
     with LoopDevice() as a, LoopDevice() as b:
         group = ["--per-process", "--per-disk", "--per-op"]
-        rows, deltas, docs = run_direct([a, b], group, group + ["--attach", "tracepoint"])
+        rows, deltas, docs = run_direct([a, b], *[group + ["--attach", t] for t in ATTACH])
         for doc in docs:
             for dev, row, delta in zip((a, b), rows, deltas):
                 check_direct(dev, row, delta, doc)
@@ -380,18 +376,15 @@ def test_front_merges_every_path():
     """Batches of O_DIRECT writes at descending sectors under one plug: the block layer
     merges each bio in front of the request before it, which moves the request's start
     sector. Every path counts each request once, with a queue stage and all its bytes,
-    and as many requests as /sys/block/DEV/stat; without following block_bio_frontmerge
-    the tracepoint path (which pairs by sector) loses the queue stages, so the workload
-    does exercise it."""
+    and as many requests as /sys/block/DEV/stat (pairing by the request struct, a moved
+    sector changes nothing)."""
     batch, rounds = 32, 20
     for sched in ("none", "mq-deadline"):
         with LoopDevice(scheduler=sched) as dev:
             work = Workload("reverse", dev.dev, batch, rounds, exe=BIOWORK)
             pid = work.start()
-            args = [(["--per-process", "--attach", a], None) for a in ATTACH]
-            args.append((["--per-process", "--attach", "tracepoint"], "no-frontmerge"))
-            tools = [Lathist("bio", "-f", "json", "-p", str(pid), *a, test=t).start()
-                     for a, t in args]
+            tools = [Lathist("bio", "-f", "json", "-p", str(pid), "--per-process", "--attach",
+                             a).start() for a in ATTACH]
             with open(f"/sys/block/{dev.name}/stat") as f:
                 before = [int(v) for v in f.read().split()]
             work.go()
@@ -404,7 +397,7 @@ def test_front_merges_every_path():
             check(row["writes"] == batch * rounds, f"workload {row}")
             check(merges >= rounds * (batch - 1) // 2 and writes < batch * rounds,
                   f"{sched}: {merges} merges, {writes} requests: nothing to test")
-            for doc, attach in zip(docs[:3], ATTACH):
+            for doc, attach in zip(docs, ATTACH):
                 what = f"{sched} {attach}"
                 check(doc["meta"]["attach"]["block_rq_issue"] == attach, f"{what}: attach")
                 c, b = sums(doc, "total", pid=pid)
@@ -414,18 +407,16 @@ def test_front_merges_every_path():
                       f"{writes} from /sys/block, {batch * rounds * 4096} bytes")
                 # (no_queue_stage counts every disk's requests: flushes elsewhere have none)
                 check(doc["loss"]["lost"] == 0, f"{what}: {doc['loss']}")
-            q, _ = sums(docs[3], "queue", pid=pid)
-            check(q < writes, f"{sched}: without front-merge tracking still {q} queue stages")
 
 
-def test_tracepoint_path_keeps_perf_events():
-    """bio on the tracepoint path leaves block_rq_issue and block_rq_complete to perf users
-    too (its programs return 1): perf counts at least the workload's requests."""
+def test_perf_users_keep_block_events():
+    """bio leaves block_rq_issue and block_rq_complete to perf users too: perf counts at
+    least the workload's requests while lathist pairs them all."""
     perf = {e: TracepointCounter(f"block/{e}") for e in ("block_rq_issue", "block_rq_complete")}
     try:
         before = {e: p.read() for e, p in perf.items()}
         with LoopDevice() as dev:
-            rows, deltas, docs = run_direct([dev], ["--attach", "tracepoint"])
+            rows, deltas, docs = run_direct([dev], [])
         seen = {e: p.read() - before[e] for e, p in perf.items()}
     finally:
         for p in perf.values():
@@ -450,15 +441,11 @@ def test_flushes_every_path():
            for a, d in zip(ATTACH, docs)}
     check(got["tp_btf"].get("flush", 0) >= 100 and got["tp_btf"].get("write", 0) >= 100,
           f"no flushes to compare: {got}")
-    check(got["raw_tp"] == got["tp_btf"] == got["tracepoint"], f"per op: {got}")
+    check(got["raw_tp"] == got["tp_btf"], f"per op: {got}")
     for a, d in zip(ATTACH, docs):
         # a flush taken for a requeue would make ~100; the driver's own requeues (loop
-        # under load: BLK_STS_RESOURCE) are a few at most. A requeued flush can still be
-        # in flight when the next one comes: on the tracepoint path two flushes share one
-        # key (disk, op, sector 0), and the later replaces the earlier, a loss it counts
-        # as overwritten_start (README); no other loss
-        gap = d["loss"]["overwritten_start"] if a == "tracepoint" else 0
-        check(d["loss"]["lost"] == gap and d["loss"]["requeued"] < 10, f"{a}: {d['loss']}")
+        # under load: BLK_STS_RESOURCE) are a few at most; no loss
+        check(d["loss"]["lost"] == 0 and d["loss"]["requeued"] < 10, f"{a}: {d['loss']}")
         # each write completes once more, with 0 bytes, when its flush sequence ends:
         # not an end (formerly miscounted as a request from before tracing)
         check(d["loss"]["unpaired_before_trace"] == 0, f"{a}: {d['loss']}")

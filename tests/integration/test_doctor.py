@@ -60,31 +60,19 @@ def test_doctor_as_nobody():
     check(line.startswith("denied") and "CAP_BPF no" in line and "sudo" in line, line)
     check("runq: cannot run" in p.stdout and "bio:  cannot run" in p.stdout, p.stdout)
     check("libbpf" not in p.stderr, f"libbpf noise: {p.stderr}")
-    # tracefs mounted 0700 (its default, and this VM's): nobody cannot read it, and doctor
-    # says so, not "not mounted" (as it did)
-    mode = os.stat("/sys/kernel/tracing").st_mode & 0o777
-    check(mode == 0o700, f"tracefs is mounted {mode:o} here, not 0700: this check needs 0700")
-    line = next(l for l in p.stdout.splitlines() if " tracefs " in l)
-    check("cannot be read by this user; run as root" in line and "not mounted" not in line,
-          line)
     line = next(l for l in p.stdout.splitlines() if "tp sched_switch" in l)
-    check("tracepoint no (tracefs not readable)" in line, line)
+    check(line.startswith("ok") and "tp_btf and raw_tp" in line, line)
 
 
 def test_doctor_without_tracefs():
-    """tracefs unmounted (in a private mount namespace): doctor says only --attach
-    tracepoint needs it and still exits 0 (tp_btf and raw_tp run); with it, the
-    tracepoint path is listed as available for every tracepoint lathist uses."""
-    rc, out, err = run("doctor")
-    check("--attach tracepoint" in next(l for l in out.splitlines() if " tracefs " in l) and
-          "tracepoint yes" in next(l for l in out.splitlines() if "tp sched_switch" in l),
-          out)
+    """tracefs unmounted (in a private mount namespace): lathist needs none of it (tp_btf
+    and raw_tp attach without it), so doctor neither checks it nor fails: every
+    tracepoint still reads ok from BTF, exit 0."""
     script = ("for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do "
               f"umount -l $m 2>/dev/null; done; {LATHIST} doctor")
     p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, f"rc {p.returncode}: {p.stdout}{p.stderr}")
-    line = next(l for l in p.stdout.splitlines() if " tracefs " in l)
-    check(line.startswith("info") and "not mounted" in line and "mount -t tracefs" in line, line)
+    check(" tracefs " not in p.stdout, p.stdout)
     line = next(l for l in p.stdout.splitlines() if "tp sched_switch" in l)
-    check(line.startswith("ok") and "tracepoint no" in line, line)
+    check(line.startswith("ok") and "tp_btf and raw_tp" in line, line)

@@ -327,18 +327,27 @@ def test_report_merges_by_addition():
         check(rc == 0, err)
         rc, out, err = report(paths[0], os.path.join(tmp, "p2.json"))
         check(rc == 1 and "slot scheme differs" in err and len(err.splitlines()) == 1, err)
-        # attach types: a tracepoint some inputs attached, or attached as another type, is
-        # "mixed" (bio on tracepoints adds block_bio_frontmerge, which tp_btf lacks)
+        # attach types: a tracepoint attached as another type is "mixed", and so is one
+        # some inputs attached and others not (a kernel without block_rq_merge)
         bios = []
-        for a in ("tp_btf", "tracepoint"):
-            bios.append(os.path.join(tmp, f"bio-{a}.json"))
+        for a in ("tp_btf", "raw_tp", "tp_btf"):
+            bios.append(os.path.join(tmp, f"bio-{len(bios)}.json"))
             rc, _, err = run("bio", "-f", "json", "-d", "0.2", "--attach", a, "-o", bios[-1])
             check(rc == 0, err)
-        rc, out, err = report("-f", "json", *bios)
+        rc, out, err = report("-f", "json", *bios[:2])
         check(rc == 0, err)
         attach = json.loads(out)["meta"]["attach"]
-        check(attach.get("block_bio_frontmerge") == "mixed" and
-              set(attach.values()) == {"mixed"}, f"merged attach {attach}")
+        check(set(attach.values()) == {"mixed"}, f"merged attach {attach}")
+        with open(bios[2]) as f:
+            d = json.load(f)
+        check(d["meta"]["attach"].pop("block_rq_merge", None) == "tp_btf", d["meta"]["attach"])
+        with open(bios[2], "w") as f:
+            json.dump(d, f)
+        rc, out, err = report("-f", "json", bios[0], bios[2])
+        check(rc == 0, err)
+        attach = json.loads(out)["meta"]["attach"]
+        check(attach["block_rq_merge"] == "mixed" and attach["block_rq_issue"] == "tp_btf",
+              f"merged attach {attach}")
         # good files of two tools: the line names the fix, not "give a file written by ..."
         rc, out, err = report(paths[0], bios[0])
         check(rc == 1 and "merge the runs of one tool" in err and "give a file" not in err and
@@ -353,6 +362,32 @@ def test_report_merges_by_addition():
             check(rc == 0, err)
         rc, out, err = report("-f", "json", *grouped)
         check(rc == 0 and json.loads(out)["meta"]["grouping"] == "process,disk,op", err)
+
+
+def test_report_reads_tracepoint_path_documents():
+    """A document of the classic tracepoint path (lathist 0.1.0 had one; attach type
+    "tracepoint", loss class unchecked_start) still reads and merges: its unchecked_start
+    is shown and counts as a loss, as it did then; a live run never shows the class."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = run("runq", "-f", "json", "-d", "0.2")
+        check(rc == 0, err)
+        doc = json.loads(out)
+        check("unchecked_start" not in doc["loss"], f"live run: {sorted(doc['loss'])}")
+        doc["meta"]["attach"] = {k: "tracepoint" for k in doc["meta"]["attach"]}
+        doc["loss"]["unchecked_start"] = 3
+        path = os.path.join(tmp, "tp.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        rc, out, err = report("-f", "json", path)
+        check(rc == 0, err)
+        got = json.loads(out)
+        validate(got)
+        check(got["loss"]["unchecked_start"] == 3 and got["bias"]["flag"] and
+              got["loss"]["lost"] == doc["loss"]["lost"] + 3 and
+              set(got["meta"]["attach"].values()) == {"tracepoint"}, f"{got['loss']} {got['bias']}")
+        rc, out, err = report(path)
+        check(rc == 0 and any(l.split()[:2] == ["unchecked_start", "3"] for l in out.splitlines()),
+              out)
 
 
 def test_report_refuses_bad_files():

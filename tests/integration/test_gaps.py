@@ -54,22 +54,6 @@ EXPECTED = {
     "woken_twice": dict(events=2, paired=2, starts_wakeup=2, starts_preempt=1, slices=2,
                         switches=2, overwritten_start=1),
     "dead": dict(slices=1, switches=1),
-    # the tracepoint path: wakeups carry a pid only
-    "tp_new_task": dict(events=1, paired=1, starts_wakeup=1, switches=1),
-    "tp_count_known": dict(events=1, paired=1, starts_wakeup=1, slices=1, switches=2),
-    "tp_ran_before_trace": dict(events=1, paired=1, starts_wakeup=1, switches=1),
-    # a switch-in sched_info did not count: last_arrival is not trusted
-    "tp_pcount_behind": dict(events=1, starts_wakeup=1, starts_preempt=1, slices=1, switches=1,
-                             unchecked_start=1),
-    "tp_unchecked": dict(events=1, starts_wakeup=1, starts_preempt=1, slices=1, switches=1,
-                         unchecked_start=1),
-    "tp_count_behind": dict(events=1, starts_wakeup=1, switches=1, missed_switch=1,
-                            unchecked_start=1, slice_unpaired=1),
-    "tp_woken_again": dict(events=1, starts_wakeup=2, slices=1, switches=2, missed_switch=2,
-                           missed_switch_in=1, unchecked_start=1),
-    # -p: a wakeup's record names no process, so another process's task gets a start;
-    # its exit counts nothing (it did count its every switch as missed_wait)
-    "tp_other_process_exits": dict(starts_wakeup=1),
     # --per-thread: a's unseen switch-in (missed_wait) is charged to a's key, b's switch-in
     # without a start (its preemption unseen) to b's (histograms are keyed: hist_count 0)
     "keyed_losses_of_one_task": dict(events=3, paired=2, starts_wakeup=2, slices=1, switches=3,
@@ -121,7 +105,7 @@ def test_missed_switches_close_with_kernel_count():
     """switches seen + missed_switch = the kernel's own count of context switches. lathist's
     window lies inside [before start, after exit] and contains [after 'Tracing', before
     the signal], so the sum lies between the two ctxt deltas; on every attach path."""
-    for attach in ("tp_btf", "raw_tp", "tracepoint"):
+    for attach in ("tp_btf", "raw_tp"):
         outer0 = ctxt()
         tool = Lathist("runq", "-f", "json", "--attach", attach).start()
         inner0 = ctxt()
@@ -169,7 +153,7 @@ def test_pid1_threads_close_within_losses():
     lathist's count is at most its switch count's growth over the window around lathist
     (+ 1: it may run at a reading), and its count plus the losses lathist reported covers
     its pcount's growth over the window inside it (pcount can only count fewer)."""
-    for attach in ("tp_btf", "raw_tp", "tracepoint"):
+    for attach in ("tp_btf", "raw_tp"):
         outer0 = pid1_counts()
         tool = Lathist("runq", "-p", "1", "--per-thread", "-f", "json", "--attach", attach).start()
         inner0 = pid1_counts()
@@ -306,9 +290,9 @@ def test_per_thread_bounds_use_their_own_losses():
 
 
 def test_sweep_that_cannot_load_is_disclosed():
-    """A kernel may refuse one kind of BPF iterator (this VM's refuses iter/bpf_map_elem,
-    on which the bio end sweep was built, and the whole bio load failed over to the
-    tracepoint path): a sweep that cannot load leaves the run going, and the output says
+    """A kernel may refuse one kind of BPF iterator (a build of this VM's kernel refused
+    iter/bpf_map_elem, on which the bio end sweep was built, and the whole tp_btf load
+    failed): a sweep that cannot load leaves the run going, and the output says
     which loss class it leaves uncounted (LATHIST_TEST=no-sweep acts as a refusal). Without it,
     nothing is said."""
     for verb, cls in (("runq", "missed_wait"), ("bio", "missed_completion")):

@@ -2,8 +2,8 @@
 scripts/deps.sh into build/kernels, booted with qemu-system-x86_64 (TCG; no KVM needed)
 on a busybox initramfs holding the static lathist, the static workloads and loop.ko.
 Inside, tests/kernels/init runs lathist doctor, then runq beside the runqwork mix and bio
-beside biowork on a loop device, each on tp_btf, raw_tp and the classic tracepoint path
-(tracefs mounted by init); here the results are checked
+beside biowork on a loop device, each on tp_btf and raw_tp (no tracefs mounted: lathist
+needs none); here the results are checked
 against the same oracles as on the host (schedstat pcount per thread; the workload's
 request counts)."""
 import glob

@@ -146,10 +146,9 @@ def test_records_match_the_histograms_tp_btf():
     records_match("tp_btf")
 
 
-def test_records_match_the_histograms_tracepoint():
-    """The tracepoint path writes a wait's record when the task leaves the CPU again
-    (see README): the same records, from the tracepoint's pids and comms."""
-    records_match("tracepoint")
+def test_records_match_the_histograms_raw_tp():
+    """The same records on the probe-read path."""
+    records_match("raw_tp")
 
 
 def test_bio_records_no_loss():

@@ -18,7 +18,7 @@ import time
 from lh import (LATHIST, Lathist, TracepointCounter, Workload, by_id, check, per_task, run,
                 traced, traced_side_by_side)
 
-ATTACH = ("tp_btf", "raw_tp", "tracepoint")
+ATTACH = ("tp_btf", "raw_tp")
 CPU = 1 if os.cpu_count() > 1 else 0
 # after its last schedstat read a thread may still be switched out and in before exit
 COUNT_SLACK = 3
@@ -114,10 +114,6 @@ def test_mix_schedstat_raw_tp():
     mix_oracle("raw_tp")
 
 
-def test_mix_schedstat_tracepoint():
-    mix_oracle("tracepoint")
-
-
 def preempt_only(attach):
     """C2: two CPU-bound threads on one CPU: only preemption waits."""
     rows, doc = traced(Workload("mix", CPU, 2, 0, 1000), "--per-thread", "--attach", attach)
@@ -143,10 +139,6 @@ def test_preempt_only_tp_btf():
 
 def test_preempt_only_raw_tp():
     preempt_only("raw_tp")
-
-
-def test_preempt_only_tracepoint():
-    preempt_only("tracepoint")
 
 
 def test_idle_tasks_never_paired():
@@ -243,10 +235,6 @@ def test_pid_reuse_raw_tp():
     churn("raw_tp")
 
 
-def test_pid_reuse_tracepoint():
-    churn("tracepoint")
-
-
 def cgroup_woken(attach):
     """C4: --cgroup counts the woken task's waits, not the waker's."""
     path = os.path.join(cgroup2_mount(), f"lathist-test-{os.getpid()}")
@@ -286,10 +274,6 @@ def test_cgroup_tp_btf():
 
 def test_cgroup_raw_tp():
     cgroup_woken("raw_tp")
-
-
-def test_cgroup_tracepoint():
-    cgroup_woken("tracepoint")
 
 
 def test_interval_loses_nothing():
@@ -455,7 +439,8 @@ BAD = [
     (["-i", "0"], 2, "not an interval"),
     (["-u", "s"], 2, "unknown unit"),
     (["--attach", "kprobe"], 2, "unknown attach type"),
-    (["--attach", "tracepoint", "--attach", "raw_tp"], 2, "--attach given twice"),
+    (["--attach", "tp_btf", "--attach", "raw_tp"], 2, "--attach given twice"),
+    (["--attach", "tracepoint"], 2, "no longer attaches classic tracepoints"),
     (["--per-thread", "--per-cpu"], 2, "only one of"),
     (["--per-cpu=1"], 2, "takes no value"),
     (["extra"], 2, "unexpected argument"),
@@ -580,8 +565,7 @@ def test_full_maps_are_losses():
     """A full histogram map or start map loses events: counted once, flagged, and
     `paired` still equals what the histograms hold."""
     for args in (["--per-thread", "--max-keys", "2"],
-                 ["--attach", "raw_tp", "--max-tasks", "2"],
-                 ["--attach", "tracepoint", "--max-tasks", "2"]):
+                 ["--attach", "raw_tp", "--max-tasks", "2"]):
         rows, doc = traced(Workload("mix", CPU, 2, 1, 300), *args, pid_filter=False)
         loss = doc["loss"]
         full = loss["hist_map_full"] if "--max-keys" in args else loss["start_map_full"]
@@ -593,7 +577,7 @@ def test_full_maps_are_losses():
 
 
 def test_attach_paths_agree():
-    """tp_btf, raw_tp and tracepoint traced at once over one workload: per thread, each
+    """tp_btf and raw_tp traced at once over one workload: per thread, each
     path's wait count matches schedstat's pcount (LossBudget) and the paths' counts and
     wait sums agree with each other."""
     rows, docs = traced_side_by_side(Workload("mix", CPU, 2, 1, 1500),
@@ -608,7 +592,7 @@ def test_attach_paths_agree():
             LossBudget(docs[a]).check(counts[a], r["pcount"], f"{a} tid {r['tid']}")
         check(max(counts.values()) - min(counts.values()) <= COUNT_SLACK,
               f"tid {r['tid']} ({r['role']}): counts differ between paths: {counts}")
-        # three programs on one tracepoint run one after the other: each path's clock
+        # two programs on one tracepoint run one after the other: each path's clock
         # reads differ by their order, a few microseconds per wait at most
         spread = max(sums.values()) - min(sums.values())
         check(spread <= 0.01 * max(sums.values()) + r["pcount"] * 10_000,
@@ -616,26 +600,22 @@ def test_attach_paths_agree():
 
 
 def test_attach_fallback():
-    """auto falls back tp_btf -> raw_tp -> tracepoint when a type does not load (the
-    test hook LATHIST_TEST=reject=TYPES fails a type's load as a verifier rejection would), saying so
-    in one line each; an explicit type does not fall back."""
-    for reject, want in (("tp_btf", "raw_tp"), ("tp_btf,raw_tp", "tracepoint")):
-        rc, out, err = run("runq", "-d", "0.3", "-f", "json", test=f"reject={reject}")
-        check(rc == 0, f"reject={reject}: rc {rc}: {err}")
+    """auto falls back tp_btf -> raw_tp when tp_btf does not load (the test hook
+    LATHIST_TEST=reject=TYPES fails a type's load as a verifier rejection would), saying so
+    in one line; an explicit type does not fall back."""
+    for verb in ("runq", "bio"):
+        rc, out, err = run(verb, "-d", "0.3", "-f", "json", test="reject=tp_btf")
+        check(rc == 0, f"{verb} reject=tp_btf: rc {rc}: {err}")
         doc = json.loads(out)
-        check(set(doc["meta"]["attach"].values()) == {want}, f"{reject}: {doc['meta']['attach']}")
+        check(set(doc["meta"]["attach"].values()) == {"raw_tp"}, f"{verb}: {doc['meta']['attach']}")
         notes = [l for l in err.splitlines() if "did not load" in l]
-        check(len(notes) == len(reject.split(",")) and f"trying {want}" in notes[-1],
-              f"{reject}: stderr {err!r}")
-        check(doc["loss"]["paired"] > 0, f"{reject}: nothing paired on {want}")
-    rc, out, err = run("bio", "-d", "0.3", "-f", "json", test="reject=tp_btf,raw_tp")
-    check(rc == 0 and set(json.loads(out)["meta"]["attach"].values()) == {"tracepoint"} and
-          err.count("did not load") == 2, f"bio fallback: rc {rc}: {err!r}")
+        check(len(notes) == 1 and "trying raw_tp" in notes[0], f"{verb}: stderr {err!r}")
+        check(verb != "runq" or doc["loss"]["paired"] > 0, "runq: nothing paired on raw_tp")
     rc, out, err = run("runq", "-d", "0.3", "--attach", "raw_tp", test="reject=raw_tp")
     check(rc == 1 and "cannot load the BPF programs" in err and "trying" not in err and out == "",
           f"explicit type rejected: rc {rc}: {err!r}")
-    rc, out, err = run("runq", "-d", "0.3", test="reject=tp_btf,raw_tp,tracepoint")
-    check(rc == 1 and err.count("did not load") == 2 and "cannot load" in err,
+    rc, out, err = run("runq", "-d", "0.3", test="reject=tp_btf,raw_tp")
+    check(rc == 1 and err.count("did not load") == 1 and "cannot load" in err,
           f"every type rejected: rc {rc}: {err!r}")
     # the hooks are not options: the shipped option surface has none of them
     rc, out, err = run("runq", "-d", "0.3", "--test-reject", "tp_btf")
@@ -644,32 +624,30 @@ def test_attach_fallback():
     check(rc == 2 and "'bogus' is not a test hook" in err, f"bad hook: {rc} {err!r}")
 
 
-def test_tracepoint_needs_tracefs():
-    """Without tracefs (unmounted in a private mount namespace), --attach tracepoint says
-    so in one line and exits 1; auto never needs it."""
+def test_no_tracefs_needed():
+    """tp_btf and raw_tp attach without tracefs: with it unmounted in a private mount
+    namespace, runq and bio on either path run and exit 0 (doctor: test_doctor)."""
     script = ("for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do "
               "umount -l $m 2>/dev/null; done; "
               "[ -e /sys/kernel/tracing/events/sched ] && exit 99; "
-              f"{LATHIST} runq -d 0.2 --attach tracepoint; echo rc=$?; "
-              f"{LATHIST} runq -d 0.2 -f json >/dev/null; echo auto=$?")
+              f"for a in tp_btf raw_tp; do {LATHIST} runq -d 0.2 -f json --attach $a >/dev/null; "
+              f"echo runq-$a=$?; {LATHIST} bio -d 0.2 -f json --attach $a >/dev/null; "
+              f"echo bio-$a=$?; done")
     p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode != 99, "tracefs still visible after umount")
-    check("rc=1" in p.stdout and "auto=0" in p.stdout, f"stdout {p.stdout!r} stderr {p.stderr!r}")
-    lines = [l for l in p.stderr.splitlines() if "--attach tracepoint" in l]
-    check(len(lines) == 1 and "mount -t tracefs" in lines[0], f"stderr {p.stderr!r}")
+    for want in ("runq-tp_btf=0", "runq-raw_tp=0", "bio-tp_btf=0", "bio-raw_tp=0"):
+        check(want in p.stdout, f"{want}: stdout {p.stdout!r} stderr {p.stderr!r}")
 
 
-def test_tracepoint_path_keeps_perf_events():
-    """A classic tracepoint program that returns 0 makes the kernel drop the event for
-    every perf user of that tracepoint (DESIGN.md). With runq on the tracepoint path, a
-    perf counter on sched_switch still counts every switch: at least as many as lathist
-    saw for the workload alone."""
+def test_perf_users_keep_their_events():
+    """lathist never takes events from other tools (a classic tracepoint program that
+    returns 0 would: DESIGN.md). With runq running, a perf counter on sched_switch still
+    counts every switch: at least as many as lathist saw for the workload alone."""
     perf = TracepointCounter("sched/sched_switch")
     try:
         before = perf.read()
-        rows, doc = traced(Workload("mix", CPU, 2, 1, 500), "--per-thread", "--attach",
-                           "tracepoint")
+        rows, doc = traced(Workload("mix", CPU, 2, 1, 500), "--per-thread")
         seen = perf.read() - before
     finally:
         perf.close()
@@ -678,18 +656,15 @@ def test_tracepoint_path_keeps_perf_events():
                                          f"{waits} waits of the workload alone")
 
 
-def test_tracepoint_system_wide_per_cpu():
-    """System-wide (no -p: every task, PID 1's threads too), per CPU, the tracepoint path
-    and tp_btf traced side by side: on the workload's CPU each counts at least the workload
-    threads' schedstat pcount, fewer only by its own reported losses. (Their totals are
-    not compared: they attach a moment apart, and the tracepoint path cannot check the
-    first wait of a task whose switch-outs it has not seen: unchecked_start, a loss.)"""
+def test_system_wide_per_cpu():
+    """System-wide (no -p: every task, PID 1's threads too), per CPU, tp_btf and raw_tp
+    traced side by side: on the workload's CPU each counts at least the workload threads'
+    schedstat pcount, fewer only by its own reported losses. (Their totals are not
+    compared: they attach a moment apart.)"""
     rows, docs = traced_side_by_side(Workload("mix", CPU, 2, 1, 800),
-                                     {a: ["--per-cpu", "--attach", a] for a in ("tp_btf", "tracepoint")},
+                                     {a: ["--per-cpu", "--attach", a] for a in ATTACH},
                                      pid_filter=False)
     want = sum(r["pcount"] for r in rows)
     for a, d in docs.items():
         on_cpu = sum(h["count"] for h in d["histograms"] if h["key"]["cpu"] == CPU)
         LossBudget(d).check(min(on_cpu, want), want, f"{a}: waits on CPU {CPU}")
-    check(docs["tp_btf"]["loss"]["unchecked_start"] == 0,
-          f"tp_btf reads every task's switch count: {docs['tp_btf']['loss']}")
