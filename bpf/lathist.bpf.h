@@ -112,7 +112,8 @@ static __always_inline void *lh_record_reserve(struct lh_counters *c, __u64 late
 {
 	void *r;
 
-	if (latency_ns < slower_than_ns)
+	/* without --slower-than the verifier drops all of this (a constant) */
+	if (slower_than_ns == ~0ULL || latency_ns < slower_than_ns)
 		return NULL;
 	c->v[LH_EV_RB_ELIGIBLE]++;
 	r = bpf_ringbuf_reserve(&lathist_events, size, 0);

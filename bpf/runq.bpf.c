@@ -158,6 +158,26 @@ static __always_inline __u64 switch_count(struct task_struct *t, bool btf)
 	return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
 }
 
+/* t's pid (returned) and tgid: one probe read for both where they are
+ * neighbours, as in every kernel's task_struct (pid_t pid; pid_t tgid;). */
+static __always_inline __u32 task_ids(struct task_struct *t, bool btf, __u32 *tgid)
+{
+	__u32 v[2];
+
+	if (btf) {
+		*tgid = t->tgid;
+		return t->pid;
+	}
+	if (bpf_core_field_offset(t->tgid) == bpf_core_field_offset(t->pid) + sizeof(__u32)) {
+		if (bpf_core_read(v, sizeof(v), &t->pid))
+			v[0] = v[1] = 0;
+		*tgid = v[1];
+		return v[0];
+	}
+	*tgid = BPF_CORE_READ(t, tgid);
+	return BPF_CORE_READ(t, pid);
+}
+
 /* Was t born after tracing began (then every switch of it came while tracing)? */
 static __always_inline bool born_in_trace(struct task_struct *t, bool btf)
 {
@@ -415,10 +435,9 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 
 	if (!c)
 		return 0;
-	tid = TREAD(btf, p, pid);
+	tid = task_ids(p, btf, &tgid);
 	if (!tid)
 		return 0;
-	tgid = TREAD(btf, p, tgid);
 	if (!task_selected(p, tid, tgid)) {
 		c->v[LH_EV_FILTERED]++;
 		return 0;
@@ -589,13 +608,13 @@ static __always_inline struct runq_record *record_begin(__u32 tid, __u32 tgid, _
 	return r;
 }
 
-/* The record of next's wait, read at its switch-in. */
-static __always_inline void record_wait(struct task_struct *prev, struct task_struct *next,
-					__u32 tid, __u32 tgid, __u32 kind, __u32 start_cpu,
-					__u64 now, __u64 delta, bool btf, struct lh_counters *c)
+/* The record of next's wait, read at its switch-in (prev: pid ptid). */
+static __always_inline void record_wait(struct task_struct *prev, __u32 ptid,
+					struct task_struct *next, __u32 tid, __u32 tgid,
+					__u32 kind, __u32 start_cpu, __u64 now, __u64 delta,
+					struct lh_counters *c)
 {
-	struct runq_record *r = record_begin(tid, tgid, kind, start_cpu, TREAD(btf, prev, pid),
-					     now, delta, c);
+	struct runq_record *r = record_begin(tid, tgid, kind, start_cpu, ptid, now, delta, c);
 
 	if (!r)
 		return;
@@ -678,10 +697,11 @@ static __always_inline void first_switch_in(struct task_struct *next, __u32 tid,
 	charge_key(next, 1, btf, buf);
 }
 
-/* next gets the CPU: the end of its wait. */
-static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
-					 const struct next_task *n, struct rq *rq, __u64 now,
-					 bool btf, struct lh_counters *c, __u32 buf)
+/* next gets the CPU from prev (pid ptid): the end of its wait. */
+static __always_inline void on_switch_in(struct task_struct *prev, __u32 ptid,
+					 struct task_struct *next, const struct next_task *n,
+					 struct rq *rq, __u64 now, bool btf, struct lh_counters *c,
+					 __u32 buf)
 {
 	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu;
 	struct runq_start *s;
@@ -735,7 +755,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	/* paired means in a histogram: a full map counts as hist_map_full instead */
 	if (hist_record(next, tid, tgid, kind, delta, btf, c, buf))
 		c->v[LH_EV_PAIRED]++;
-	record_wait(prev, next, tid, tgid, kind, start_cpu, now, delta, btf, c);
+	record_wait(prev, ptid, next, tid, tgid, kind, start_cpu, now, delta, c);
 }
 
 /* The counter sums of t's key; NULL (failure counted) when the map is full. */
@@ -872,33 +892,32 @@ __noinline int slice_probe(__u64 prev, __u32 ntid, __u32 flags, __u64 now)
 }
 
 /*
- * One sched_switch, from any attach type: prev (pid ptid) leaves this CPU,
- * next (pid ntid) gets it (prev_state: the tracepoint's argument, when the
- * kernel passes it); rq is this CPU's runqueue.
+ * One sched_switch, from either attach type: prev leaves this CPU, next gets
+ * it (prev_state: the tracepoint's argument, or the task's state before 5.18).
  */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next, __u32 ptid, __u32 ntid,
-				     unsigned int prev_state, struct runq_cpu *pc, struct rq *rq,
-				     bool btf)
+				     struct task_struct *next, unsigned int prev_state, bool btf)
 {
-	__u32 buf, zero = 0;
+	struct runq_cpu *pc = this_cpu();
+	__u32 buf, zero = 0, ptid;
 	struct lh_counters *c = lh_counters(&buf);
-	struct next_task n = { .tid = ntid };
+	struct next_task n;
 	struct runq_slice *sl;
+	struct rq *rq;
 	bool cont;
 	__u64 now;
 
-	if (!c)
+	if (!c || !pc)
 		return 0;
-	cont = cpu_continuity(pc, rq, ptid, ntid, btf, c);
+	ptid = TREAD(btf, prev, pid);
+	n.tid = task_ids(next, btf, &n.tgid);
+	rq = cpu_rq_of(pc, prev, btf);
+	cont = cpu_continuity(pc, rq, ptid, n.tid, btf, c);
 	now = on_switch_out(preempt, prev, ptid, prev_state, cont, btf, c, buf);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
-	if (n.tid) {
-		n.tgid = TREAD(btf, next, tgid);
-		n.selected = task_selected(next, n.tid, n.tgid);
-	}
-	on_switch_in(prev, next, &n, rq, now, btf, c, buf);
+	n.selected = n.tid && task_selected(next, n.tid, n.tgid);
+	on_switch_in(prev, ptid, next, &n, rq, now, btf, c, buf);
 	if (!oncpu_on)		/* on_slice needs now: set above */
 		return 0;
 	if (!btf)
@@ -906,19 +925,6 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	else if ((sl = bpf_map_lookup_elem(&runq_slice, &zero)))
 		on_slice(prev, &n, sl, cont, now, btf, c, buf);
 	return 0;
-}
-
-/* The tp_btf and raw_tp adapter: the tasks are arguments. */
-static __always_inline int on_switch_task(bool preempt, struct task_struct *prev,
-					  struct task_struct *next, unsigned int prev_state,
-					  bool btf)
-{
-	struct runq_cpu *pc = this_cpu();
-
-	if (!pc)
-		return 0;
-	return on_switch(preempt, prev, next, TREAD(btf, prev, pid), TREAD(btf, next, pid),
-			 prev_state, pc, cpu_rq_of(pc, prev, btf), btf);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -939,8 +945,8 @@ int runq_switch_btf(u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1];
 
-	return on_switch_task((bool)ctx[0], prev, (void *)ctx[2],
-			      sched_switch_prev_state(ctx, switch_has_prev_state, prev), true);
+	return on_switch((bool)ctx[0], prev, (void *)ctx[2],
+			 sched_switch_prev_state(ctx, switch_has_prev_state, prev), true);
 }
 
 SEC("raw_tp/sched_wakeup")
@@ -960,9 +966,8 @@ int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *prev = (void *)ctx->args[1];
 
-	return on_switch_task((bool)ctx->args[0], prev, (void *)ctx->args[2],
-			      sched_switch_prev_state(ctx->args, switch_has_prev_state, prev),
-			      false);
+	return on_switch((bool)ctx->args[0], prev, (void *)ctx->args[2],
+			 sched_switch_prev_state(ctx->args, switch_has_prev_state, prev), false);
 }
 
 /*
@@ -975,12 +980,12 @@ int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
  */
 static __always_inline int on_exit(struct task_struct *p, bool btf)
 {
-	__u32 tid = TREAD(btf, p, pid), buf;
+	__u32 tgid, tid = task_ids(p, btf, &tgid), buf;
 	struct lh_counters *c = lh_counters(&buf);
 	struct runq_start *s;
 	__u64 n;
 
-	if (c && tid && task_selected(p, tid, TREAD(btf, p, tgid))) {
+	if (c && tid && task_selected(p, tid, tgid)) {
 		s = start_get(p, tid, btf, false, c);
 		if (s) {
 			n = switch_count(p, btf) + 1;
