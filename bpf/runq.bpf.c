@@ -786,53 +786,51 @@ static __always_inline void count_pmu_err(struct lh_counters *c, long err)
 }
 
 /*
- * On-CPU slices: the slice that ends on this CPU belongs to prev, the one that
- * begins to next. It ends only where this CPU's switches were all seen (cont):
- * else it ran across a switch no event showed and is dropped. Its time goes to
- * the oncpu histogram and, with --counters, each counter's delta over it
- * (bpf_perf_event_read_value: counter, time_enabled, time_running) to prev's
- * key. Counters are read once per switch: the end of one slice is the start of
- * the next.
+ * The slice ending on this CPU (prev's, since sl->ts) goes to the oncpu
+ * histogram; with --counters its key's counter sums get its time and count.
+ * Returns those sums (the slice's counter deltas go there), NULL when there
+ * are none or the slice was not recorded (counters cover exactly the slices
+ * in the oncpu histogram).
  */
-static __always_inline void on_slice(struct task_struct *prev, const struct next_task *n,
-				     struct runq_slice *sl, bool cont, __u64 now, bool btf,
-				     struct lh_counters *c, __u32 buf)
+static __always_inline struct lh_pmu_val *slice_end(struct task_struct *prev,
+						    const struct runq_slice *sl, __u64 now,
+						    bool btf, struct lh_counters *c, __u32 buf)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), ptid, ntid = n->tid, tgid, bad = 0;
+	struct lh_pmu_val *pv;
+	__u32 ptid, tgid;
+	__u64 delta;
+
+	if (!lh_delta(c, sl->ts, now, &delta))
+		return NULL;
+	ptid = task_ids(prev, btf, &tgid);
+	if (!hist_record(prev, ptid, tgid, RUNQ_ONCPU, delta, btf, c, buf))
+		return NULL;
+	c->v[LH_EV_SLICES]++;
+	if (!pmu_n || !(pv = pmu_val(prev, ptid, tgid, btf, c, buf)))
+		return NULL;
+	if (group == RUNQ_GROUP_THREAD || group == RUNQ_GROUP_PROCESS)
+		key_comm(pv->comm, NULL, prev);
+	pv->slices++;
+	pv->oncpu_ns += delta;
+	return pv;
+}
+
+/*
+ * Each counter read once on this CPU (bpf_perf_event_read_value: counter,
+ * time_enabled, time_running): its delta over the ending slice goes to pv
+ * (NULL: none), and with start its value is the starting slice's base.
+ * Returns the counters that could not be read (bit i: counter i).
+ */
+static __always_inline __u32 slice_counters(struct runq_slice *sl, struct lh_pmu_val *pv,
+					    bool start, __u32 cpu, struct lh_counters *c)
+{
 	struct bpf_perf_event_value cur;
-	struct lh_pmu_val *pv = NULL;
-	bool end, start, missing = false;
-	__u64 delta = 0;
+	bool missing = false;
+	__u32 bad = 0;
 	int i;
 
-	/* a slice is recorded only for a selected task on a selected CPU */
-	end = sl->tid && cont;
-	if (sl->tid && !end)
-		c->v[LH_LOSS_SLICE_UNPAIRED]++;
-	start = ntid && n->selected && cpu_selected(cpu);
-	if (!end && !start) {
-		sl->tid = 0;
-		return;
-	}
-	if (end && lh_delta(c, sl->ts, now, &delta)) {
-		ptid = TREAD(btf, prev, pid);
-		tgid = TREAD(btf, prev, tgid);
-		/* counters cover exactly the slices in the oncpu histogram */
-		if (hist_record(prev, ptid, tgid, RUNQ_ONCPU, delta, btf, c, buf)) {
-			c->v[LH_EV_SLICES]++;
-			if (pmu_n)
-				pv = pmu_val(prev, ptid, tgid, btf, c, buf);
-		}
-	}
-	if (pv) {
-		if (group == RUNQ_GROUP_THREAD || group == RUNQ_GROUP_PROCESS)
-			key_comm(pv->comm, NULL, prev);
-		pv->slices++;
-		pv->oncpu_ns += delta;
-	}
 	/* one counter at a time (one value on the stack, not 8: the raw_tp
-	 * program's stack with its global slice function stays under 512 bytes):
-	 * its delta over the ending slice, then its value at the starting one */
+	 * program's stack with its global slice function stays under 512 bytes) */
 	#pragma unroll
 	for (i = 0; i < LH_MAX_PMU; i++) {
 		long err;
@@ -864,13 +862,35 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 	}
 	if (missing)
 		pv->read_failed++;
-	if (!start) {
-		sl->tid = 0;
-		return;
+	return bad;
+}
+
+/*
+ * On-CPU slices: the slice that ends on this CPU belongs to prev, the one that
+ * begins to next. It ends only where this CPU's switches were all seen (cont):
+ * else it ran across a switch no event showed and is dropped. A slice is
+ * recorded only for a selected task on a selected CPU. Counters are read once
+ * per switch: the end of one slice is the start of the next.
+ */
+static __always_inline void on_slice(struct task_struct *prev, const struct next_task *n,
+				     struct runq_slice *sl, bool cont, __u64 now, bool btf,
+				     struct lh_counters *c, __u32 buf)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), bad = 0;
+	struct lh_pmu_val *pv = NULL;
+	bool end = sl->tid && cont, start = n->tid && n->selected && cpu_selected(cpu);
+
+	if (sl->tid && !end)
+		c->v[LH_LOSS_SLICE_UNPAIRED]++;
+	if (end)
+		pv = slice_end(prev, sl, now, btf, c, buf);
+	if (end || start)
+		bad = slice_counters(sl, pv, start, cpu, c);
+	sl->tid = start ? n->tid : 0;
+	if (start) {
+		sl->ts = now;
+		sl->bad = bad;
 	}
-	sl->tid = ntid;
-	sl->ts = now;
-	sl->bad = bad;
 }
 
 /*
