@@ -184,7 +184,8 @@ void lh_counters_help(FILE *f, unsigned int tool_bit)
 		const struct lh_counter_info *ci = &infos[i];
 		char line[512];
 
-		if (!(ci->tools & tool_bit))
+		/* a class only old documents carry: no run shows it */
+		if (!(ci->tools & tool_bit) || (ci->needs & LH_FEAT_TRACEPOINT))
 			continue;
 		snprintf(line, sizeof(line), "%s%s", ci->loss ? "LOSS: " : ci->gap ? "KERNEL GAP: " : "",
 			 ci->desc);

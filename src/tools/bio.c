@@ -614,7 +614,7 @@ static int bio_main(int argc, char **argv)
 	char grouping[32], what[64];
 	size_t value_size = 0;
 	void *skel;
-	int err, ntypes;
+	int err, ntypes, rc = LH_EXIT_RUNTIME;
 
 	err = bio_parse_args(argc, argv, &o);
 	if (err)
@@ -634,7 +634,7 @@ static int bio_main(int argc, char **argv)
 	s.tool = &x;
 	err = lh_load_first(TOOL, &o.c, types, ntypes, &skel_ops, &x, &skel, &type, &value_size);
 	if (!skel)
-		return LH_EXIT_RUNTIME;
+		goto out;
 	x.skel = skel;
 	meta_attach(&s.report.meta, &x.plan);
 	/* meta.unchecked from each read on: this, and the I/O no tracepoint showed */
@@ -648,9 +648,11 @@ static int bio_main(int argc, char **argv)
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
 	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));
-	err = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
-	bio_bpf__destroy(x.skel);
-	return err;
+	rc = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
+out:
+	if (x.skel)
+		bio_bpf__destroy(x.skel);
+	return rc;
 }
 
 static const char *const bio_groupings[] = { "process", "disk", "op", NULL };
