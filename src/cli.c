@@ -16,7 +16,8 @@
 #include "util.h"
 
 const char lh_common_help[] =
-	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s); default: until Ctrl-C\n"
+	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s, 10m, 1h); default: until\n"
+	"                         Ctrl-C\n"
 	"  -i, --interval SEC     print (and write -o) every SEC seconds, then start afresh\n"
 	"  -u, --unit UNIT        histogram slot unit: ns, us (default) or ms\n"
 	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (bio: 0..4;\n"
@@ -291,6 +292,11 @@ static int stream_file(const char **path, const char *opt, const char *arg, bool
 		lh_usage_error(tool, "%s given twice; give one file", opt);
 		return -EINVAL;
 	}
+	if (!arg[0]) {	/* as -o '' says it */
+		lh_usage_error(tool, "%s '': empty; give a file path%s", opt,
+			       dash_ok ? ", or - for standard output" : "");
+		return -EINVAL;
+	}
 	if (!(dash_ok && !strcmp(arg, "-")) && lh_check_file_opt(opt, arg, "a regular file", tool))
 		return -EINVAL;
 	*path = arg;
@@ -313,10 +319,39 @@ int lh_check_file_opt(const char *opt, const char *arg, const char *what, const 
 	return -EINVAL;
 }
 
+/*
+ * The one-value options with no check of their own (-d, -i, -u, -f, -o,
+ * --precision, --max-keys): a second one is refused, never silently taken
+ * over the first. 0, or -EINVAL after the message.
+ */
+static int given_once(struct lh_common_opts *o, int opt, const char *tool)
+{
+	static const struct {
+		int opt;
+		const char *name;
+	} one[] = {
+		{ 'd', "-d" }, { 'i', "-i" }, { 'u', "-u" }, { 'f', "-f" }, { 'o', "-o" },
+		{ LH_OPT_PRECISION, "--precision" }, { LH_OPT_MAX_KEYS, "--max-keys" },
+	};
+
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+		if (one[i].opt != opt)
+			continue;
+		if (o->given & (1U << i)) {
+			lh_usage_error(tool, "%s given twice; give it once", one[i].name);
+			return -EINVAL;
+		}
+		o->given |= 1U << i;
+	}
+	return 0;
+}
+
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)
 {
 	int err;
 
+	if (given_once(o, opt, tool))
+		return -EINVAL;
 	switch (opt) {
 	case 'd':
 		err = lh_parse_duration(arg, false, &o->duration_ns);
@@ -326,7 +361,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		}
 		if (err || o->duration_ns < 1000000) {
 			lh_usage_error(tool, "-d '%s': not a duration; give seconds (at least 0.001), "
-				       "e.g. 5 or 0.5 or 250ms", arg);
+				       "e.g. 5 or 0.5 or 250ms or 10m", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -420,7 +455,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		if (err) {
 			o->slower_than_ns = UINT64_MAX;
 			lh_usage_error(tool, "--slower-than '%s': not a duration; give e.g. 10ms, 250us, "
-				       "2s (ns, us, ms, s; a bare number is seconds) or 0 for every "
+				       "2s (ns, us, ms, s, m, h; a bare number is seconds) or 0 for every "
 				       "event", arg);
 			return -EINVAL;
 		}

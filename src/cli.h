@@ -28,6 +28,7 @@ struct lh_common_opts {
 	enum lh_format format;
 	enum lh_attach_mode attach;
 	bool attach_set;	/* --attach given (twice is refused) */
+	unsigned int given;	/* bit per one-value option given so far (cli.c given_once) */
 	bool verbose;
 	uint32_t pid;		/* 0 = any process */
 	uint64_t pid_ticks;	/* -p: its start (/proc stat starttime): a pid reused later is

@@ -18,6 +18,7 @@ int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns)
 {
 	static const struct { const char *suffix; double mult; } units[] = {
 		{ "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "ns", 1 },
+		{ "m", 60e9 }, { "h", 3600e9 },
 	};
 	char num[64], *end;
 	size_t n;

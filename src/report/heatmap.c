@@ -112,6 +112,15 @@ static int by_start(const void *a, const void *b)
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
+bool lh_heatmap_empty(const struct lh_heatmap *h)
+{
+	for (int c = 0; c < h->ncols; c++)
+		for (uint32_t s = 0; h->cols[c].counts && s < h->nslots; s++)
+			if (h->cols[c].counts[s])
+				return false;
+	return true;
+}
+
 int lh_heatmap_write(struct lh_heatmap *h, const char *path, const struct lh_meta *meta,
 		     const char *name)
 {

@@ -18,6 +18,9 @@ int lh_heatmap_column(struct lh_heatmap *h, uint64_t start_ns, uint64_t dur_ns, 
 /* Add a histogram's slot counts to column col (0-based). */
 void lh_heatmap_add(struct lh_heatmap *h, int col, const struct lh_hist *hist);
 
+/* Whether no column holds an event: lh_heatmap_write would draw nothing (-EDOM). */
+bool lh_heatmap_empty(const struct lh_heatmap *h);
+
 /*
  * Write the SVG (atomically, never through a symlink) for histogram `name`,
  * its columns in time order (they are sorted here; they must not overlap),

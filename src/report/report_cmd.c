@@ -1291,6 +1291,13 @@ int report_main(int argc, char **argv)
 		rc = LH_EXIT_RUNTIME;
 		goto out;
 	}
+	if (heatmap && lh_heatmap_empty(m.heat)) {	/* said before any output is written */
+		fprintf(stderr, "lathist report: --heatmap %s: the inputs have no events in the %s "
+			"histogram; give another with --heatmap-hist\n", heatmap,
+			m.heat_hist ? m.heat_hist : m.r.meta.kinds[0].name);
+		rc = LH_EXIT_RUNTIME;
+		goto out;
+	}
 	if (m.pmu_dropped)
 		fprintf(stderr, "lathist report: the inputs' counters (--counters) are not merged; "
 			"they are left out\n");
@@ -1321,6 +1328,12 @@ int report_main(int argc, char **argv)
 	m.r.meta.start_realtime_ns = m.first_start;
 	m.r.meta.duration_ns = m.last_end - m.first_start;
 	lh_report_sort(&m.r);
+	if (c.anonymize && m.anonymized) {	/* hashing hashes again would hide nothing more */
+		lh_usage_error(TOOL, "--anonymize: the inputs are anonymized already "
+			       "(meta.anonymized); leave --anonymize out");
+		rc = LH_EXIT_USAGE;
+		goto out;
+	}
 	if (c.anonymize) {
 		struct lh_anon anon;
 

@@ -133,6 +133,25 @@ static int disk_traceable(const char *name, char *parent, size_t plen, char *ben
 	return -ENOTBLK;
 }
 
+/* A disk with no medium now (size 0: a loop device with no file attached, an
+ * empty drive) does no I/O until it gets one, when its requests are traced:
+ * said, so that a run of it that shows nothing is not read as an idle disk. */
+static void disk_medium_note(const char *name)
+{
+	char path[PATH_MAX];
+	unsigned long long sectors = 1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/size", name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu", &sectors) == 1 && !sectors)
+		fprintf(stderr, "lathist bio: --disk %s has no medium now (size 0, e.g. a loop "
+			"device with no file attached): nothing to see until it gets one\n", name);
+	fclose(f);
+}
+
 int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 {
 	static const struct option longopts[] = {
@@ -208,6 +227,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 				return -EINVAL;
 			}
 			snprintf(o->disk, sizeof(o->disk), "%s", optarg);
+			disk_medium_note(optarg);
 			break;
 		case OPT_MAX_REQUESTS:
 			if (lh_parse_u32(optarg, 1, 1U << 22, &o->max_requests)) {

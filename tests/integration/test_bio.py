@@ -182,6 +182,22 @@ def test_partitions_and_bio_based_devices_refused():
           f"{bio_based[0]}: rc {rc}, {err!r}")
 
 
+def test_disk_without_medium_is_said():
+    """--disk on a loop device with no file attached (size 0): it does no I/O until it
+    gets one, which lathist says in one line on stderr, and then runs (exit 0)."""
+    free = subprocess.run(["losetup", "-f"], capture_output=True, text=True, check=True)
+    name = os.path.basename(free.stdout.strip())
+    for _ in range(50):
+        if os.path.exists(f"/sys/class/block/{name}/size"):
+            break
+        time.sleep(0.1)
+    with open(f"/sys/class/block/{name}/size") as f:
+        check(f.read().strip() == "0", f"{name} has a medium: nothing to test")
+    rc, out, err = run("bio", "-d", "0.2", "--disk", name)
+    notes = [l for l in err.splitlines() if "no medium" in l]
+    check(rc == 0 and len(notes) == 1 and f"--disk {name}" in notes[0], f"rc {rc}: {err!r}")
+
+
 def test_io_no_tracepoint_shows_is_said():
     """I/O to a bio-based device with nothing beneath it (a zram device of its own) never
     becomes a request: the run says which device did how many I/Os, in the text and in

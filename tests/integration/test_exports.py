@@ -711,6 +711,21 @@ def test_series_and_heatmap():
         check(len(set(pixels)) > 20, f"PNG looks blank ({len(set(pixels))} byte values)")
         rc, out, err = report("--heatmap", svg, os.path.join(tmp, "last.json"))
         check(rc == 1 and "needs at least two documents" in err and not out, err)
+        # a series with no event in the histogram drawn (a process asleep all through):
+        # refused before anything is written (before, the text report came first)
+        quiet, svg2 = os.path.join(tmp, "quiet.jsonl"), os.path.join(tmp, "q.svg")
+        sleeper = subprocess.Popen(["sleep", "30"])
+        try:
+            rc, _, err = run("runq", "-i", "0.2", "-d", "0.7", "-f", "json", "-o",
+                             os.path.join(tmp, "q.json"), "--series", quiet,
+                             "-p", str(sleeper.pid))
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+        check(rc == 0 and len(open(quiet).read().splitlines()) >= 2, err)
+        rc, out, err = report("--heatmap", svg2, "--heatmap-hist", "preempt", quiet)
+        check(rc == 1 and "no events in the preempt histogram" in err and out == "" and
+              not os.path.exists(svg2), f"rc {rc}: {err!r}, stdout {out[:80]!r}")
 
 
 def test_report_reader_fuzz():
@@ -776,6 +791,14 @@ def test_anonymize():
         keys = [sorted((h["key"]["tid"], h["key"]["comm"]) for h in o["histograms"])
                 for o in outs]
         check(keys[0] == keys[1] and keys[0] != keys[2], "hashes not stable per salt")
+        # an anonymized document is not hashed again (its ids would be hashes of hashes)
+        again = os.path.join(tmp, "anon.json")
+        with open(again, "w") as f:
+            json.dump(outs[0], f)
+        q = subprocess.run([LATHIST, "report", "--anonymize", again], capture_output=True,
+                           text=True, env=dict(os.environ, LATHIST_ANON_SALT=salt))
+        check(q.returncode == 2 and "anonymized already" in q.stderr and q.stdout == "" and
+              len(q.stderr.splitlines()) == 1, f"rc {q.returncode}: {q.stderr!r}")
         # the -p filter is an id too: hashed like the keys' pid, never the real one
         real = plain["meta"]["filters"]["pid"]
         check(outs[0]["meta"]["filters"]["pid"] != real and

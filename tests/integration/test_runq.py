@@ -450,6 +450,14 @@ BAD = [
     (["-o", ""], 2, "-o '': empty"),
     (["-o", "/proc/version"], 2, "its folder takes no new file"),
     (["--slower-than", "99999999999s"], 2, "too long"),
+    (["--slower-than", "1h"], 2, "too long"),
+    (["-d", "1", "-d", "2"], 2, "-d given twice"),
+    (["-o", "/tmp/a.json", "-o", "/tmp/b.json"], 2, "-o given twice"),
+    (["-f", "json", "-f", "text"], 2, "-f given twice"),
+    (["-u", "ns", "-u", "ms"], 2, "-u given twice"),
+    (["--precision", "1", "--precision", "2"], 2, "--precision given twice"),
+    (["--slower-than", "1ms", "--events", ""], 2, "--events '': empty"),
+    (["-i", "1", "--series", ""], 2, "--series '': empty"),
 ]
 
 

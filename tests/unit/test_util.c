@@ -28,6 +28,11 @@ static void test_duration(void **state)
 	assert_true(ns == 10000000ULL);
 	assert_int_equal(lh_parse_duration("2s", false, &ns), 0);
 	assert_true(ns == 2000000000ULL);
+	assert_int_equal(lh_parse_duration("1.5m", false, &ns), 0);
+	assert_true(ns == 90000000000ULL);
+	assert_int_equal(lh_parse_duration("2h", false, &ns), 0);
+	assert_true(ns == 7200000000000ULL);
+	assert_int_equal(lh_parse_duration("1mn", false, &ns), -EINVAL);
 	assert_int_equal(lh_parse_duration("0", true, &ns), 0);
 	assert_true(ns == 0);
 	assert_int_equal(lh_parse_duration("0", false, &ns), -EINVAL);
