@@ -43,7 +43,7 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h src/*/*.h)
 
-.PHONY: all run check deps test-deps tracefs unit integration vmlinux bench bench-compare clean fuzz static \
+.PHONY: all run check deps test-deps unit integration vmlinux bench bench-compare clean fuzz static \
 	man install
 all: lathist
 
@@ -84,12 +84,7 @@ $(OUT)/lathist-static: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
 			-e "in function \`" || true; }
 	@test -x $@
 
-# classic tracepoints (--attach tracepoint, and the tests of that path) need tracefs;
-# a fresh machine may not have it mounted
-tracefs:
-	@mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
-
-run: deps tracefs
+run: deps
 	@$(MAKE) --no-print-directory lathist
 	./lathist runq -d 5
 
@@ -149,7 +144,7 @@ fuzz: $(OUT)/fuzz/report_fuzz
 unit: lathist $(UNIT_BINS)
 integration: lathist $(WORKLOADS)
 
-check: deps test-deps tracefs
+check: deps test-deps
 	@$(MAKE) --no-print-directory lathist $(UNIT_BINS) $(WORKLOADS) $(OUT)/fuzz/report_fuzz \
 		$(OUT)/lathist-static
 	$(PYTHON) tests/run.py

@@ -17,10 +17,11 @@ ones) and measure, for each:
    tracer right before it: added ns per context switch (noisy here: ~3x between runs).
 
 Prints medians of each build and the median of the per-round ratios current / base with
-their interquartile range (a round runs both builds back to back, so the ratio of one round
+their interquartile range (end to end: the per-round difference current - base, in ns) (a round runs both builds back to back, so the ratio of one round
 is less exposed to the machine's drift than the ratio of the medians).
 Environment: LOOPS (200000), ROUNDS (7). Needs root and perf.
 """
+import math
 import os
 import statistics
 import sys
@@ -77,8 +78,19 @@ def main():
         for what, label in (("switch", "sched_switch ns/run"), ("wakeup", "sched_wakeup ns/run"),
                             ("per_switch", "all programs, ns per context switch"),
                             ("e2e", "added ns/switch (end to end)")):
-            b, c = statistics.median(got["base"][what]), statistics.median(got["current"][what])
-            ratios = sorted(x / y for x, y in zip(got["current"][what], got["base"][what]) if y)
+            pairs = [(x, y) for x, y in zip(got["current"][what], got["base"][what])
+                     if not (math.isnan(x) or math.isnan(y))]
+            b = statistics.median(y for _, y in pairs) if pairs else float("nan")
+            c = statistics.median(x for x, _ in pairs) if pairs else float("nan")
+            if what == "e2e":
+                # differences of two baseline-subtracted times: near 0 or below 0 at
+                # times, so no ratio; the per-round difference current - base instead
+                d = sorted(x - y for x, y in pairs)
+                q = statistics.quantiles(d, n=4) if len(d) > 1 else d * 3
+                print(f"  {attach:11} {label:34} {b:7.0f} {c:8.0f} "
+                      f"{statistics.median(d):+17.0f} ns ({q[0]:+.0f}..{q[2]:+.0f})")
+                continue
+            ratios = sorted(x / y for x, y in pairs if y > 0)
             q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
             print(f"  {attach:11} {label:34} {b:7.0f} {c:8.0f} "
                   f"{statistics.median(ratios):20.3f}x ({q[0]:.3f}-{q[2]:.3f})")

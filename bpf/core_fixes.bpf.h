@@ -4,7 +4,9 @@
  * chosen by BTF (bpf_core_field_exists, or a tracepoint's BTF prototype that
  * the loader reads with lh_tp_nargs()), never by kernel version. A tool's own
  * file holds none. The argument-count shims take the tracepoint's argument
- * array: tp_btf's ctx and raw_tp's ctx->args alike.
+ * array: tp_btf's ctx and raw_tp's ctx->args alike. Changes older than what
+ * lathist needs anyway (the BPF ring buffer, 5.8; runq: BPF atomics, 5.12)
+ * get none.
  */
 #ifndef LATHIST_CORE_FIXES_BPF_H
 #define LATHIST_CORE_FIXES_BPF_H
@@ -52,9 +54,18 @@ static __always_inline unsigned int sched_switch_prev_state(const __u64 *args, b
  */
 static __always_inline struct request *block_rq_arg(const __u64 *args, bool has_q)
 {
-	if (has_q)
-		return (struct request *)args[1];
-	return (struct request *)args[0];
+	struct request *rq;
+
+	/* two loads at constant offsets: left alone, clang merges them into one at
+	 * args + (has_q << 3), and the verifier refuses a load through a ctx
+	 * pointer moved by a register (it passes only while has_q is 0) */
+	if (has_q) {
+		rq = (struct request *)args[1];
+		barrier_var(rq);
+	} else {
+		rq = (struct request *)args[0];
+	}
+	return rq;
 }
 
 /* 5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request")
@@ -76,40 +87,14 @@ static __always_inline struct gendisk *request_disk(struct request *rq, bool btf
 /*
  * 5.16 ("block: switch to atomic_t for request references") made
  * struct request's ref an atomic_t; it was a refcount_t. Both hold one int
- * counter at their offset 0: read as that int (0 when the field is missing).
+ * counter at their offset 0: read as that int.
  */
 static __always_inline int request_ref(struct request *rq)
 {
 	int ref = 0;
 
-	if (bpf_core_field_exists(rq->ref))
-		bpf_core_read(&ref, sizeof(ref), &rq->ref);
+	bpf_core_read(&ref, sizeof(ref), &rq->ref);
 	return ref;
-}
-
-/*
- * 5.5 (cf25e24db61c "time: Rename tsk->real_start_time to ->start_boottime")
- * renamed the task's boot-based start time, which /proc/PID/stat's starttime
- * is made from (fs/proc/array.c). Returns it in ns, or false when the kernel
- * has neither field.
- */
-struct task_struct___pre55 {
-	__u64 real_start_time;
-} __attribute__((preserve_access_index));
-
-static __always_inline bool task_start_boottime(struct task_struct *t, __u64 *ns)
-{
-	struct task_struct___pre55 *old = (void *)t;
-
-	if (bpf_core_field_exists(t->start_boottime)) {
-		*ns = BPF_CORE_READ(t, start_boottime);
-		return true;
-	}
-	if (bpf_core_field_exists(old->real_start_time)) {
-		*ns = BPF_CORE_READ(old, real_start_time);
-		return true;
-	}
-	return false;
 }
 
 #endif /* LATHIST_CORE_FIXES_BPF_H */

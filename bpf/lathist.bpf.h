@@ -143,19 +143,16 @@ static __always_inline void lh_record_submit(void *r)
 
 /*
  * Was task t born at /proc tick `ticks`, as the task -p or -t named when
- * tracing began? /proc/PID/stat's starttime is the task's boot-based start
- * time (plus a time namespace's offset) / (NSEC_PER_SEC / USER_HZ)
- * (fs/proc/array.c): a task that took the pid later fails this. A kernel
- * with no such field leaves the id alone to decide. Read only once the id
- * matched: off the common path.
+ * tracing began? /proc/PID/stat's starttime is task->start_boottime (plus a
+ * time namespace's offset) / (NSEC_PER_SEC / USER_HZ) (fs/proc/array.c): a
+ * task that took the pid later fails this. Read only once the id matched:
+ * off the common path.
  */
 static __always_inline bool lh_born_at(struct task_struct *t, __u64 ticks)
 {
-	__u64 boot_ns;
-
-	if (!ticks || !tick_ns || !task_start_boottime(t, &boot_ns))
+	if (!ticks || !tick_ns)
 		return true;
-	return (boot_ns + boot_off_ns) / tick_ns == ticks;
+	return (BPF_CORE_READ(t, start_boottime) + boot_off_ns) / tick_ns == ticks;
 }
 
 /* Is task t in cgroup filter_cgroup_id or below it (cgroup v2)? */

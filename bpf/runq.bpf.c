@@ -6,7 +6,7 @@
  *
  * One state machine, two attach adapters: tp_btf programs keep the pairing
  * state in task local storage (no PID-keyed table, freed with the task);
- * raw_tp programs, for kernels without tp_btf or task storage, keep it in a
+ * raw_tp programs, for kernels where tp_btf does not load, keep it in a
  * hash keyed by pid whose entries carry the task's start time so PID reuse is
  * detected and counted. The loader loads one variant.
  *
@@ -141,25 +141,37 @@ static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
 	return TREAD(btf, t, on_cpu);
 }
 
+/*
+ * Fields f1 and f2 of task t into v[0] and v[1] (of v's element type) with
+ * probe reads: one read where CO-RE puts f2 right after f1 (so in every
+ * kernel for the pairs read here: nvcsw/nivcsw, pid/tgid), else two; zeros
+ * when the one read fails.
+ */
+#define TASK_READ_PAIR(v, t, f1, f2)                                           \
+	do {                                                                   \
+		if (bpf_core_field_offset((t)->f2) ==                          \
+		    bpf_core_field_offset((t)->f1) + sizeof((v)[0])) {         \
+			if (bpf_core_read((v), 2 * sizeof((v)[0]), &(t)->f1))  \
+				(v)[0] = (v)[1] = 0;                           \
+		} else {                                                       \
+			(v)[0] = BPF_CORE_READ(t, f1);                         \
+			(v)[1] = BPF_CORE_READ(t, f2);                         \
+		}                                                              \
+	} while (0)
+
 /* Switches of t so far (nvcsw + nivcsw): __schedule() counts one before tracing
- * sched_switch, so at a switch-out it includes that one. One probe read for
- * both where they are neighbours (the offsets are constants after CO-RE). */
+ * sched_switch, so at a switch-out it includes that one. */
 static __always_inline __u64 switch_count(struct task_struct *t, bool btf)
 {
 	unsigned long v[2];
 
 	if (btf)
 		return t->nvcsw + t->nivcsw;
-	if (bpf_core_field_offset(t->nivcsw) == bpf_core_field_offset(t->nvcsw) + sizeof(long)) {
-		if (bpf_core_read(v, sizeof(v), &t->nvcsw))
-			return 0;
-		return v[0] + v[1];
-	}
-	return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
+	TASK_READ_PAIR(v, t, nvcsw, nivcsw);
+	return v[0] + v[1];
 }
 
-/* t's pid (returned) and tgid: one probe read for both where they are
- * neighbours, as in every kernel's task_struct (pid_t pid; pid_t tgid;). */
+/* t's pid (returned) and tgid. */
 static __always_inline __u32 task_ids(struct task_struct *t, bool btf, __u32 *tgid)
 {
 	__u32 v[2];
@@ -168,14 +180,9 @@ static __always_inline __u32 task_ids(struct task_struct *t, bool btf, __u32 *tg
 		*tgid = t->tgid;
 		return t->pid;
 	}
-	if (bpf_core_field_offset(t->tgid) == bpf_core_field_offset(t->pid) + sizeof(__u32)) {
-		if (bpf_core_read(v, sizeof(v), &t->pid))
-			v[0] = v[1] = 0;
-		*tgid = v[1];
-		return v[0];
-	}
-	*tgid = BPF_CORE_READ(t, tgid);
-	return BPF_CORE_READ(t, pid);
+	TASK_READ_PAIR(v, t, pid, tgid);
+	*tgid = v[1];
+	return v[0];
 }
 
 /* Was t born after tracing began (then every switch of it came while tracing)? */
@@ -188,8 +195,8 @@ static __always_inline bool born_in_trace(struct task_struct *t, bool btf)
  * This CPU's runqueue, reached from the task leaving the CPU: its
  * sched_entity's cfs_rq (set for every task, whatever its class, with
  * CONFIG_FAIR_GROUP_SCHED), whose rq is the CPU's for good. tp_btf loads it
- * directly (a typed pointer); the other paths read it once per CPU with probe
- * reads and keep it. NULL without that option.
+ * directly (a typed pointer); raw_tp reads it once per CPU with probe reads
+ * and keeps it. NULL without that option.
  */
 static __always_inline struct rq *cpu_rq_of(struct runq_cpu *pc, struct task_struct *prev,
 					    bool btf)
@@ -285,7 +292,7 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 }
 
 /* A sweep's view of t's state, made when create: its task storage on tp_btf,
- * its pid entry (of this very task) on the others. Not start_get(): a sweep
+ * its pid entry (of this very task) on raw_tp. Not start_get(): a sweep
  * runs beside the programs and must not take over another task's pid entry
  * (its stale start is counted at that pid's next event) nor count a failure
  * (no event was lost; full map: start_e2big is for starts). */
@@ -326,19 +333,21 @@ static __always_inline void task_key(struct runq_hist_key *key, struct task_stru
 }
 
 /*
- * Charge n lost waits to t's key (per process / thread; t NULL: no known
- * task): that key's percentile bounds use them, and the other keys' do not.
- * A full map leaves them uncharged, so every key's bounds use them.
+ * Charge n lost waits to t's key (per process / thread): that key's
+ * percentile bounds use them, and the other keys' do not. A full map leaves
+ * them uncharged, so every key's bounds use them.
  */
 static __always_inline void charge_key(struct task_struct *t, __u64 n, bool btf, __u32 buf)
 {
 	static const __u64 zero;
 	struct runq_hist_key key = {};
+	__u32 tid, tgid;
 	__u64 *v;
 
-	if (!n || !t || (group != RUNQ_GROUP_PROCESS && group != RUNQ_GROUP_THREAD))
+	if (!n || (group != RUNQ_GROUP_PROCESS && group != RUNQ_GROUP_THREAD))
 		return;
-	task_key(&key, t, TREAD(btf, t, pid), TREAD(btf, t, tgid), RUNQ_NONE, buf, btf);
+	tid = task_ids(t, btf, &tgid);
+	task_key(&key, t, tid, tgid, RUNQ_NONE, buf, btf);
 	v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
 	if (!v)		/* full: left uncharged, not a loss of an event */
 		v = lh_map_add(&runq_lost_keyed, &key, &zero, NULL, 0);
@@ -404,8 +413,7 @@ static __always_inline void account(struct runq_start *s, struct task_struct *t,
 	}
 }
 
-/* Drop s's start: the task (t; NULL when only its pid is known) was switched
- * in since, with no event. */
+/* Drop s's start: the task t was switched in since, with no event. */
 static __always_inline void start_drop(struct runq_start *s, struct task_struct *t, bool btf,
 				       struct lh_counters *c, __u32 buf)
 {
@@ -540,16 +548,18 @@ static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, _
  * accounted now. Returns the time read, or 0.
  */
 static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev, __u32 ptid,
-					   unsigned int prev_state, bool cont, bool btf,
+					   __u32 tgid, const __u64 *args, bool cont, bool btf,
 					   struct lh_counters *c, __u32 buf)
 {
+	unsigned int prev_state;
 	struct runq_start *s;
 	bool runnable, dead;
 	__u64 now, n;
-	__u32 tgid;
 
 	if (!ptid)		/* the idle task is never paired */
 		return 0;
+	/* (bool preempt, prev, next[, unsigned int prev_state]): core_fixes.bpf.h */
+	prev_state = sched_switch_prev_state(args, switch_has_prev_state, prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
 	/* its last switch (sched_process_exit accounted it): a preemption after
 	 * that made a pid entry again (task storage goes with the task) */
@@ -560,7 +570,6 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	}
 	if (!runnable && cont)		/* going to sleep: its wakeup starts the next wait */
 		return 0;
-	tgid = TREAD(btf, prev, tgid);
 	if (!task_selected(prev, ptid, tgid)) {
 		if (runnable)
 			c->v[LH_EV_FILTERED]++;
@@ -792,17 +801,16 @@ static __always_inline void count_pmu_err(struct lh_counters *c, long err)
  * are none or the slice was not recorded (counters cover exactly the slices
  * in the oncpu histogram).
  */
-static __always_inline struct lh_pmu_val *slice_end(struct task_struct *prev,
-						    const struct runq_slice *sl, __u64 now,
-						    bool btf, struct lh_counters *c, __u32 buf)
+static __always_inline struct lh_pmu_val *slice_end(struct task_struct *prev, __u32 ptid,
+						    __u32 tgid, const struct runq_slice *sl,
+						    __u64 now, bool btf, struct lh_counters *c,
+						    __u32 buf)
 {
 	struct lh_pmu_val *pv;
-	__u32 ptid, tgid;
 	__u64 delta;
 
 	if (!lh_delta(c, sl->ts, now, &delta))
 		return NULL;
-	ptid = task_ids(prev, btf, &tgid);
 	if (!hist_record(prev, ptid, tgid, RUNQ_ONCPU, delta, btf, c, buf))
 		return NULL;
 	c->v[LH_EV_SLICES]++;
@@ -872,9 +880,9 @@ static __always_inline __u32 slice_counters(struct runq_slice *sl, struct lh_pmu
  * recorded only for a selected task on a selected CPU. Counters are read once
  * per switch: the end of one slice is the start of the next.
  */
-static __always_inline void on_slice(struct task_struct *prev, const struct next_task *n,
-				     struct runq_slice *sl, bool cont, __u64 now, bool btf,
-				     struct lh_counters *c, __u32 buf)
+static __always_inline void on_slice(struct task_struct *prev, __u32 ptid, __u32 ptgid,
+				     const struct next_task *n, struct runq_slice *sl, bool cont,
+				     __u64 now, bool btf, struct lh_counters *c, __u32 buf)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), bad = 0;
 	struct lh_pmu_val *pv = NULL;
@@ -883,7 +891,7 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
 	if (sl->tid && !end)
 		c->v[LH_LOSS_SLICE_UNPAIRED]++;
 	if (end)
-		pv = slice_end(prev, sl, now, btf, c, buf);
+		pv = slice_end(prev, ptid, ptgid, sl, now, btf, c, buf);
 	if (end || start)
 		bad = slice_counters(sl, pv, start, cpu, c);
 	sl->tid = start ? n->tid : 0;
@@ -897,9 +905,10 @@ static __always_inline void on_slice(struct task_struct *prev, const struct next
  * The slice of the probe-read path (raw_tp) in a global function:
  * the verifier checks it once on its own (inlined into a sched_switch
  * program with 8 counters it went past the 1M-instruction limit). prev is
- * the task leaving; flags: bit 0 next is selected, bit 1 cont. Returns 0.
+ * the task leaving, prev_ids its tgid << 32 | pid; flags: bit 0 next is
+ * selected, bit 1 cont. Returns 0.
  */
-__noinline int slice_probe(__u64 prev, __u32 ntid, __u32 flags, __u64 now)
+__noinline int slice_probe(__u64 prev, __u64 prev_ids, __u32 ntid, __u32 flags, __u64 now)
 {
 	struct next_task n = { .tid = ntid, .selected = flags & 1 };
 	__u32 buf, zero = 0;
@@ -907,19 +916,20 @@ __noinline int slice_probe(__u64 prev, __u32 ntid, __u32 flags, __u64 now)
 	struct runq_slice *sl = bpf_map_lookup_elem(&runq_slice, &zero);
 
 	if (c && sl)
-		on_slice((struct task_struct *)prev, &n, sl, flags & 2, now, false, c, buf);
+		on_slice((struct task_struct *)prev, (__u32)prev_ids, (__u32)(prev_ids >> 32), &n,
+			 sl, flags & 2, now, false, c, buf);
 	return 0;
 }
 
 /*
  * One sched_switch, from either attach type: prev leaves this CPU, next gets
- * it (prev_state: the tracepoint's argument, or the task's state before 5.18).
+ * it; args: the tracepoint's arguments (for prev_state, core_fixes.bpf.h).
  */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next, unsigned int prev_state, bool btf)
+				     struct task_struct *next, const __u64 *args, bool btf)
 {
 	struct runq_cpu *pc = this_cpu();
-	__u32 buf, zero = 0, ptid;
+	__u32 buf, zero = 0, ptid, ptgid;
 	struct lh_counters *c = lh_counters(&buf);
 	struct next_task n;
 	struct runq_slice *sl;
@@ -929,11 +939,11 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 
 	if (!c || !pc)
 		return 0;
-	ptid = TREAD(btf, prev, pid);
+	ptid = task_ids(prev, btf, &ptgid);
 	n.tid = task_ids(next, btf, &n.tgid);
 	rq = cpu_rq_of(pc, prev, btf);
 	cont = cpu_continuity(pc, rq, ptid, n.tid, btf, c);
-	now = on_switch_out(preempt, prev, ptid, prev_state, cont, btf, c, buf);
+	now = on_switch_out(preempt, prev, ptid, ptgid, args, cont, btf, c, buf);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */
 	n.selected = n.tid && task_selected(next, n.tid, n.tgid);
@@ -941,9 +951,10 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!oncpu_on)		/* on_slice needs now: set above */
 		return 0;
 	if (!btf)
-		slice_probe((__u64)prev, n.tid, n.selected | (cont << 1), now);
+		slice_probe((__u64)prev, (__u64)ptgid << 32 | ptid, n.tid,
+			    n.selected | (cont << 1), now);
 	else if ((sl = bpf_map_lookup_elem(&runq_slice, &zero)))
-		on_slice(prev, &n, sl, cont, now, btf, c, buf);
+		on_slice(prev, ptid, ptgid, &n, sl, cont, now, btf, c, buf);
 	return 0;
 }
 
@@ -963,10 +974,7 @@ int BPF_PROG(runq_wakeup_new_btf, struct task_struct *p)
 SEC("tp_btf/sched_switch")
 int runq_switch_btf(u64 *ctx)
 {
-	struct task_struct *prev = (void *)ctx[1];
-
-	return on_switch((bool)ctx[0], prev, (void *)ctx[2],
-			 sched_switch_prev_state(ctx, switch_has_prev_state, prev), true);
+	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2], ctx, true);
 }
 
 SEC("raw_tp/sched_wakeup")
@@ -984,10 +992,8 @@ int BPF_PROG(runq_wakeup_new_raw, struct task_struct *p)
 SEC("raw_tp/sched_switch")
 int runq_switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct task_struct *prev = (void *)ctx->args[1];
-
-	return on_switch((bool)ctx->args[0], prev, (void *)ctx->args[2],
-			 sched_switch_prev_state(ctx->args, switch_has_prev_state, prev), false);
+	return on_switch((bool)ctx->args[0], (void *)ctx->args[1], (void *)ctx->args[2],
+			 ctx->args, false);
 }
 
 /*
@@ -1064,11 +1070,12 @@ static __always_inline bool sweep_switch_ins(struct task_struct *t, __u64 *n, bo
 static __always_inline struct task_struct *sweep_task(struct bpf_iter__task *ctx, __u32 *tid)
 {
 	struct task_struct *t = ctx->task;
+	__u32 tgid;
 
 	if (!t)
 		return NULL;
-	*tid = BPF_CORE_READ(t, pid);
-	if (!*tid || !task_selected(t, *tid, BPF_CORE_READ(t, tgid)))
+	*tid = task_ids(t, false, &tgid);
+	if (!*tid || !task_selected(t, *tid, tgid))
 		return NULL;
 	return t;
 }
@@ -1077,7 +1084,7 @@ static __always_inline struct task_struct *sweep_task(struct bpf_iter__task *ctx
  * The first gives every traced task a baseline (sweep_acc, taken as acc at its
  * first event seen), so that the switch-ins of a task none of whose events is
  * seen for a while (PID 1's threads on some VMs) are still counted. On the
- * pid-keyed paths it does so only under -p, -t or --cgroup: the map
+ * pid-keyed raw_tp it does so only under -p, -t or --cgroup: the map
  * (--max-tasks) is not filled with every task of the system.
  */
 SEC("iter/task")

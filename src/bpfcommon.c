@@ -183,6 +183,45 @@ bool lh_btf_has_member(const char *type, const char *member)
 	return false;
 }
 
+int lh_probe_atomics(void)
+{
+	int map = bpf_map_create(BPF_MAP_TYPE_ARRAY, "lh_probe_atom", 4, 8, 1, NULL), fd, err;
+
+	if (map < 0)
+		return -errno;
+	{
+		struct bpf_insn insns[] = {
+			/* r1 = the map; *(u32 *)(r10 - 4) = 0; r0 = lookup(r1, r10 - 4) */
+			{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
+			  .src_reg = BPF_PSEUDO_MAP_FD, .imm = map },
+			{ 0 },
+			{ .code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -4 },
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2,
+			  .src_reg = BPF_REG_10 },
+			{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -4 },
+			{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_lookup_elem },
+			{ .code = BPF_JMP | BPF_JEQ | BPF_K, .dst_reg = BPF_REG_0, .off = 4 },
+			/* r0 = cmpxchg_64(r6 + 0, r0 = 0, r1 = 1) */
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_6,
+			  .src_reg = BPF_REG_0 },
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+			{ .code = BPF_STX | BPF_DW | BPF_ATOMIC, .dst_reg = BPF_REG_6,
+			  .src_reg = BPF_REG_1, .imm = BPF_CMPXCHG },
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+			{ .code = BPF_JMP | BPF_EXIT },
+		};
+
+		fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "lh_probe_atom", "GPL", insns,
+				   sizeof(insns) / sizeof(insns[0]), NULL);
+		err = fd < 0 ? -errno : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	close(map);
+	return err;
+}
+
 int lh_probe_iter(const char *target)
 {
 	struct bpf_insn insns[] = {

@@ -56,6 +56,16 @@ int lh_run_prog(struct bpf_program *prog);
 int lh_probe_iter(const char *target);
 
 /*
+ * Does this kernel's verifier take BPF atomics with a result (BPF_CMPXCHG,
+ * BPF_XCHG, BPF_FETCH: 5.12, "bpf: Add instructions for atomic_[cmp]xchg"),
+ * which runq's accounting uses? Loads a 13-instruction socket filter doing
+ * one compare-and-exchange on an array map value. 0, -EINVAL when the
+ * verifier refuses it, other negative errno when it cannot be probed (no
+ * privilege).
+ */
+int lh_probe_atomics(void);
+
+/*
  * Run a loaded BPF iterator program once, to its end (over the elements of
  * map_fd, or -1 for a task iterator). Its output goes to *out (malloc'd, *len
  * bytes) when out is given, else is discarded. 0 or a negative errno.

@@ -570,6 +570,7 @@ int lh_check_pidns(const char *tool, const char *uses_ids)
  * Test and bench hooks, out of the option surface: $LATHIST_TEST, words
  * separated by spaces — reject=TYPE[,TYPE] (that attach type's load fails as
  * a verifier rejection would), no-sweep (the sweeps act as refused),
+ * no-atomics (BPF atomics act as refused),
  * consumer-delay-us=N (sleep per record read), kernel-wakeup (the kernel's
  * own ring buffer wakeups). An unknown word is a usage error.
  */
@@ -586,6 +587,8 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 	for (w = strtok_r(list, " ", &save); w && !err; w = strtok_r(NULL, " ", &save)) {
 		if (!strcmp(w, "no-sweep")) {
 			o->test_no_sweep = true;
+		} else if (!strcmp(w, "no-atomics")) {
+			o->test_no_atomics = true;
 		} else if (!strcmp(w, "kernel-wakeup")) {
 			o->kernel_wakeup = true;
 		} else if (!strncmp(w, "consumer-delay-us=", 18)) {
@@ -607,7 +610,7 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 		}
 		if (err)
 			lh_usage_error(tool, "LATHIST_TEST: '%s' is not a test hook; give reject=TYPES, "
-				       "no-sweep, consumer-delay-us=N or kernel-wakeup "
+				       "no-sweep, no-atomics, consumer-delay-us=N or kernel-wakeup "
 				       "(or unset it)", w);
 	}
 	free(list);

@@ -52,6 +52,7 @@ struct lh_common_opts {
 	bool kernel_wakeup;		/* bench only: the kernel's ring buffer wakeups */
 	unsigned int test_reject;	/* test only: bit 1 << type fails that type's load */
 	bool test_no_sweep;		/* test only: the sweeps act as if refused (-EPERM) */
+	bool test_no_atomics;		/* test only: BPF atomics act as if refused (-EINVAL) */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 };
 

@@ -195,7 +195,8 @@ static void check_gap_fields(struct doctor *d)
 
 /* One BPF map type: probed (a test map) only with the privilege to create it. */
 static void check_map_type(struct doctor *d, const char *name, enum bpf_map_type type,
-			   enum status absent, const char *have, const char *lack)
+			   enum status absent, unsigned int cannot, const char *have,
+			   const char *lack)
 {
 	int r;
 
@@ -210,6 +211,30 @@ static void check_map_type(struct doctor *d, const char *name, enum bpf_map_type
 		say(d, name, ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-r));
 	else
 		say(d, name, r == 1 ? ST_OK : absent, "%s", r == 1 ? have : lack);
+	if (r == 0)
+		d->cannot |= cannot;
+}
+
+/* BPF atomics with a result (5.12): runq's accounting takes them (bpfcommon.h). */
+static void check_atomics(struct doctor *d)
+{
+	int r;
+
+	if (!d->privileged) {
+		say(d, "bpf atomics", ST_DENIED, "cannot check without CAP_BPF");
+		return;
+	}
+	r = lh_probe_atomics();
+	if (!r) {
+		say(d, "bpf atomics", ST_OK, "compare-and-exchange loads: runq counts each "
+		    "switch-in once beside its sweeps");
+	} else if (r == -EINVAL) {
+		say(d, "bpf atomics", ST_MISSING, "the verifier refuses compare-and-exchange "
+		    "(5.12+): runq cannot run; run it on Linux 5.12 or later");
+		d->cannot |= LH_TOOL_RUNQ;
+	} else {
+		say(d, "bpf atomics", ST_DENIED, "cannot check: %s", strerror(-r));
+	}
 }
 
 /* The end-of-run sweeps: runq's task iterators, bio's bpf_for_each_map_elem.
@@ -239,13 +264,15 @@ static void check_sweeps(struct doctor *d)
 
 static void check_maps(struct doctor *d)
 {
-	check_map_type(d, "task storage", BPF_MAP_TYPE_TASK_STORAGE, ST_INFO,
+	check_map_type(d, "task storage", BPF_MAP_TYPE_TASK_STORAGE, ST_INFO, 0,
 		       "BPF task storage: runq pairs on tp_btf (default)",
-		       "no BPF task storage (5.11+): runq uses raw_tp with a pid-keyed map "
-		       "(--max-tasks)");
-	check_map_type(d, "ring buffer", BPF_MAP_TYPE_RINGBUF, ST_MISSING,
+		       "no BPF task storage (5.11+): runq would pair on raw_tp with a pid-keyed "
+		       "map (--max-tasks)");
+	/* every run creates its ring buffer, records or not */
+	check_map_type(d, "ring buffer", BPF_MAP_TYPE_RINGBUF, ST_MISSING, LH_TOOL_ALL,
 		       "BPF ring buffer: --slower-than records work",
-		       "no BPF ring buffer (5.8+): --slower-than cannot run; histograms still do");
+		       "no BPF ring buffer (5.8+): lathist cannot run");
+	check_atomics(d);
 	check_sweeps(d);
 }
 

@@ -49,8 +49,9 @@ enum lh_feature {
 	LH_FEAT_RECORDS = 1,	/* --slower-than */
 	LH_FEAT_ONCPU = 2,	/* runq --oncpu / --counters: on-CPU slices */
 	LH_FEAT_COUNTERS = 4,	/* runq --counters: counter reads */
-	LH_FEAT_TRACEPOINT = 8,	/* a report input from the classic tracepoint path that
-				 * lathist 0.1.0 had (its unchecked_start) */
+	LH_FEAT_TRACEPOINT = 8,	/* a report input carries unchecked_start: every runq
+				 * document of lathist 0.1.0 did (non-zero only on its
+				 * classic tracepoint path) */
 };
 
 #define LH_RUN_ID_LEN 32	/* hex digits of a run id */

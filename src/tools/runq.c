@@ -882,6 +882,14 @@ static int runq_main(int argc, char **argv)
 		return err > 0 ? LH_EXIT_OK : LH_EXIT_USAGE;
 	if (lh_preflight(TOOL, &o.c))
 		return LH_EXIT_RUNTIME;
+	/* the accounting's compare-and-exchange, in every program: without it no
+	 * attach type loads, and the verifier's EINVAL would name none of this */
+	if ((o.c.test_no_atomics ? -EINVAL : lh_probe_atomics()) == -EINVAL) {
+		fprintf(stderr, "lathist runq: this kernel's BPF verifier refuses atomic "
+			"compare-and-exchange (Linux 5.12+), which runq needs to count each "
+			"switch-in once; run it on Linux 5.12 or later\n");
+		return LH_EXIT_RUNTIME;
+	}
 	x.has_storage = lh_probe_tp_btf_task_storage();
 	/* a kernel may refuse one kind of iterator and not another: probed */
 	x.iter_err = !x.has_storage ? 0 : o.c.test_no_sweep ? -EPERM : lh_probe_iter("task");

@@ -4,7 +4,10 @@
  * (tests/bpf/fakerq.bpf.c) through sequences real devices here cannot produce:
  * partial completions, a request pointer reused right after completion, a
  * pointer reused after a merge. Prints one JSON line per step with the
- * counters and the total histogram (count, bytes, max_ns).
+ * counters and the total histogram (count, bytes, max_ns). "filtered": a
+ * -p run; "queue-arg": the programs as loaded for a kernel whose
+ * block_rq_insert and block_rq_issue still pass the request_queue first
+ * (before 5.11: core_fixes.bpf.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -111,6 +114,7 @@ static void report(const char *step)
 int main(int argc, char **argv)
 {
 	bool filtered = argc > 1 && !strcmp(argv[1], "filtered");
+	bool queue_arg = argc > 1 && !strcmp(argv[1], "queue-arg");
 	size_t vsz = BIO_NR_HISTS * (sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
 	unsigned long long r, r2;
 	struct timespec ms50 = { 0, 50000000 };
@@ -131,6 +135,7 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(bio->progs.bio_sweep, true);	/* "?": asked for */
 	if (filtered)	/* -p 1: this process's requests are left out */
 		bio->rodata->filter_tgid = 1;
+	bio->rodata->issue_has_q = bio->rodata->insert_has_q = queue_arg;
 	if (bio_bpf__load(bio)) {
 		fprintf(stderr, "bio_synth: cannot load bio programs\n");
 		return 1;
@@ -146,6 +151,15 @@ int main(int argc, char **argv)
 		run(bio->progs.bio_issue_raw, r, 0, 0, 1);
 		run(bio->progs.bio_complete_raw, r, 0, 8192, 3);
 		report("filtered_missed_completion");
+		return 0;
+	}
+	if (queue_arg) {
+		/* (struct request_queue *q, struct request *rq): q is never read */
+		r = fake_request(0, 8192, 0);
+		run(bio->progs.bio_insert_raw, 0xdead0000ULL, r, 0, 2);
+		run(bio->progs.bio_issue_raw, 0xdead0000ULL, r, 0, 2);
+		run(bio->progs.bio_complete_raw, r, 0, 8192, 3);
+		report("queue_argument");
 		return 0;
 	}
 

@@ -35,8 +35,8 @@ struct {
 } fake_cfs_rq SEC(".maps");
 
 /* in: the task's fields (fake_task_set) */
-__u32 which, pid, tgid, on_cpu, cpu;
-__u64 start_time, nvcsw, nivcsw, last_queued, last_arrival, pcount;
+__u32 which, pid, tgid, on_cpu, cpu, state;
+__u64 start_time, nvcsw, nivcsw, last_queued;
 char comm[16];
 /* in: the runqueue of cpu (fake_rq_set): curr is fake task `which` */
 __u64 nr_switches, clock;
@@ -59,8 +59,7 @@ int fake_task_set(void *ctx)
 	t->nivcsw = nivcsw;
 	t->on_cpu = on_cpu;
 	t->sched_info.last_queued = last_queued;
-	t->sched_info.last_arrival = last_arrival;
-	t->sched_info.pcount = pcount;
+	t->__state = state;	/* read where sched_switch has no prev_state (pre-5.18) */
 	t->group_leader = t;
 	t->se.cfs_rq = cfs;	/* the runqueue of the CPU it is on */
 	__builtin_memcpy(t->comm, comm, sizeof(comm));

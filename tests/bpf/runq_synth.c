@@ -10,8 +10,10 @@
  * JSON line: the step's name, every non-zero counter of that step, the step's
  * paired waits (count, max_ns) from the total histograms, and whether the pid
  * entry of the step's task is left. The second part groups per thread, where
- * a lost wait is charged to its task's key; the third runs the sweeps alone on
- * a real process.
+ * a lost wait is charged to its task's key; the third plays the first part's
+ * steps again on programs loaded for a kernel whose sched_switch has no
+ * prev_state argument (before 5.18: the state is read from the task); the
+ * last runs the sweeps alone on a real process.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,13 +38,14 @@
 
 struct task {
 	unsigned int idx, pid, tgid;
-	unsigned long long start, nsw, pcount, queued, arrival, addr;
-	unsigned int cpu;
+	unsigned long long start, nsw, queued, addr;
+	unsigned int cpu, state;
 	int running;
 };
 
 static struct runq_bpf *rq;
 static int keyed_mode;		/* --per-thread: losses charged to keys */
+static int state_mode;		/* sched_switch without prev_state (pre-5.18) */
 static int sweep_pid;		/* the sweeps alone, tracing (-p) this real process */
 static struct faketask_bpf *ft;
 static int ncpus, ntasks;
@@ -94,8 +97,7 @@ static void push(struct task *t)
 	ft->bss->nivcsw = 0;
 	ft->bss->on_cpu = (unsigned int)t->running;
 	ft->bss->last_queued = t->queued;
-	ft->bss->last_arrival = t->arrival;
-	ft->bss->pcount = t->pcount;
+	ft->bss->state = t->state;
 	ft->bss->cpu = t->cpu;
 	snprintf(ft->bss->comm, sizeof(ft->bss->comm), "synth%u", t->pid);
 	run(ft->progs.fake_task_set, 0, 1, 0, 0, 0, 0);
@@ -119,7 +121,6 @@ static struct task *task(unsigned int pid, unsigned long long start, unsigned lo
 	t->idx = (unsigned int)ntasks++;
 	t->pid = pid;
 	t->tgid = pid;
-	t->pcount = nsw;
 	t->start = start;
 	t->nsw = nsw;
 	push(t);
@@ -141,10 +142,10 @@ static void wakeup(struct task *t, int new_task, int seen)
  * The kernel switches cpu from its current task to next, as __schedule()
  * does: rq->nr_switches and prev's switch count move, rq->curr is next, then
  * sched_switch (seen or not), then sched_info (kernel/sched/stats.h): prev is
- * queued again only if its state is running (sched_info_depart()), and next's
- * arrival counts (pcount, last_arrival) only if it was queued
- * (sched_info_arrive(), since 5.14). prev_state: 0 running, 1 a sleep state
- * (with preempt: preempted before it slept), TASK_DEAD.
+ * queued again (last_queued) only if its state is running
+ * (sched_info_depart()), and next's last_queued is cleared at its arrival.
+ * prev_state: 0 running, 1 a sleep state (with preempt: preempted before it
+ * slept), TASK_DEAD; also prev's __state for the pre-5.18 programs.
  */
 static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int prev_state, int seen)
 {
@@ -155,6 +156,8 @@ static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int pr
 		prev->nsw++;
 	if (prev->pid && !prev_state && !prev->queued)
 		prev->queued = now_ns();
+	prev->state = prev_state;	/* __state, as the pre-5.18 programs read it */
+	next->state = 0;
 	next->cpu = cpu;
 	curr[cpu] = next;
 	push(prev);
@@ -165,11 +168,7 @@ static void sw(unsigned int cpu, struct task *next, int preempt, unsigned int pr
 		    next->addr, prev_state);
 	prev->running = 0;
 	next->running = 1;
-	if (next->queued) {
-		next->pcount++;
-		next->arrival = now_ns();
-		next->queued = 0;
-	}
+	next->queued = 0;
 }
 
 static void task_exit(struct task *t, int seen)
@@ -234,7 +233,8 @@ static void report(const char *step, const struct task *t)
 		bpf_map_update_elem(bpf_map__fd(rq->maps.runq_hist), &k, vals, BPF_ANY);
 	}
 	if (t) {
-		printf("{\"step\":\"%s%s\",\"entry\":%d", keyed_mode ? "keyed_" : "",
+		printf("{\"step\":\"%s%s\",\"entry\":%d", keyed_mode ? "keyed_" :
+		       state_mode ? "state_" : "",
 		       step, bpf_map_lookup_elem(bpf_map__fd(rq->maps.runq_pid_start), &t->pid,
 						 &entry) == 0);
 	}
@@ -272,7 +272,7 @@ static void load(void)
 	}
 	bpf_map__set_max_entries(rq->maps.runq_pmu_keyed, 1);
 	bpf_map__set_max_entries(rq->maps.runq_pid_start, 1024);
-	rq->rodata->switch_has_prev_state = true;
+	rq->rodata->switch_has_prev_state = !state_mode;
 	rq->rodata->oncpu_on = true;
 	rq->rodata->pmu_ncpus = (unsigned int)ncpus;
 	/* only raw_tp programs can be test-run; the sweeps are task iterators */
@@ -517,7 +517,7 @@ static void sweep_part(void)
 		_exit(0);
 	}
 	close(fds[0]);
-	keyed_mode = 0;
+	keyed_mode = state_mode = 0;
 	load();
 	sweep_steps(fds[1]);
 	close(fds[1]);
@@ -535,8 +535,9 @@ int main(void)
 	ft = faketask_bpf__open_and_load();
 	if (!ft)
 		die("open faketask");
-	for (int part = 0; part < 2; part++) {
+	for (int part = 0; part < 3; part++) {
 		keyed_mode = part == 1;
+		state_mode = part == 2;
 		load();
 		if (keyed_mode)
 			keyed_steps();

@@ -227,30 +227,3 @@ class LoopDevice:
             os.unlink(self.file)
         except OSError:
             pass
-
-
-class TracepointCounter:
-    """A perf counting event on a tracepoint on every CPU (perf_event_open(2) through
-    ctypes, as `perf stat -e CAT:NAME -a` opens it): what a concurrent perf user sees."""
-
-    def __init__(self, event):
-        import ctypes
-        import struct
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        with open(f"/sys/kernel/tracing/events/{event}/id") as f:
-            tp_id = int(f.read())
-        # struct perf_event_attr: type PERF_TYPE_TRACEPOINT (2), size, config = event id;
-        # the rest zero (enabled, counting, kernel and user)
-        self.attr = ctypes.create_string_buffer(struct.pack("<IIQ", 2, 128, tp_id) + bytes(112))
-        self.fds = []
-        for cpu in range(os.cpu_count()):
-            fd = self.libc.syscall(298, self.attr, -1, cpu, -1, 0)	# __NR_perf_event_open
-            check(fd >= 0, f"perf_event_open {event} cpu {cpu}: errno {ctypes.get_errno()}")
-            self.fds.append(fd)
-
-    def read(self):
-        return sum(int.from_bytes(os.read(fd, 8), "little") for fd in self.fds)
-
-    def close(self):
-        for fd in self.fds:
-            os.close(fd)

@@ -1,6 +1,5 @@
 """lathist doctor: read-only checks, agreeing with what the verbs then do."""
 import json
-import os
 import subprocess
 
 from lh import LATHIST, check, run
@@ -16,7 +15,7 @@ def read_sysctl(name):
 
 def test_doctor_as_root():
     """Root here: every needed check ok, runq and bio can run (and do), exit 0; the JSON
-    says the same; nothing was changed (bpf_stats_enabled, tracefs state)."""
+    says the same; nothing was changed (bpf_stats_enabled)."""
     stats = read_sysctl("bpf_stats_enabled")
     rc, out, err = run("doctor")
     check(rc == 0 and "runq: can run" in out and "bio:  can run" in out, f"rc {rc}\n{out}{err}")
@@ -28,8 +27,9 @@ def test_doctor_as_root():
     doc = json.loads(out)
     check(rc == 0 and doc["runq"] and doc["bio"], f"{rc} {doc['runq']} {doc['bio']}")
     checks = {c["check"]: c for c in doc["checks"]}
-    check(checks["btf"]["status"] == "ok" and checks["task storage"]["status"] == "ok",
-          f"{checks['btf']} {checks['task storage']}")
+    check(checks["btf"]["status"] == "ok" and checks["task storage"]["status"] == "ok" and
+          checks["bpf atomics"]["status"] == "ok",
+          f"{checks['btf']} {checks['task storage']} {checks['bpf atomics']}")
     # the counters it calls countable can be counted; the ones it calls missing cannot
     for name, c in checks.items():
         if not name.startswith("counter "):

@@ -77,6 +77,15 @@ def test_synthetic_kernel_gaps():
     sw = steps.pop("sweeps", None)
     check(sw and sw["switch_ins"] >= 5 and sw.get("missed_wait") == sw["switch_ins"] and
           sw["seen"], f"sweeps: {sw}")
+    # the same steps on the programs of a kernel whose sched_switch has no prev_state
+    # (before 5.18: core_fixes.bpf.h reads the task's state): the same counters
+    state = {k[len("state_"):]: steps.pop(k) for k in list(steps) if k.startswith("state_")}
+    check(state and list(state) == [k for k in EXPECTED if not k.startswith("keyed_")],
+          f"state_ steps {list(state)}")
+    for name, got in state.items():
+        want = {k: v for k, v in steps[name].items() if k != "hist_max_ns"}
+        got = {k: v for k, v in got.items() if k != "hist_max_ns"}
+        check(got == want, f"state_{name}: {got}, with prev_state: {want}")
     check(list(steps) == list(EXPECTED), f"steps {list(steps)}")
     for name, want in EXPECTED.items():
         got = dict(steps[name])

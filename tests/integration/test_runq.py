@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from lh import (LATHIST, Lathist, TracepointCounter, Workload, by_id, check, per_task, run,
+from lh import (LATHIST, Lathist, Workload, by_id, check, per_task, run,
                 traced, traced_side_by_side)
 
 ATTACH = ("tp_btf", "raw_tp")
@@ -632,6 +632,16 @@ def test_attach_fallback():
     check(rc == 2 and "'bogus' is not a test hook" in err, f"bad hook: {rc} {err!r}")
 
 
+def test_kernel_without_atomics_is_a_diagnosis():
+    """runq's accounting takes BPF compare-and-exchange (5.12+) in every program: a kernel
+    whose verifier refuses it (LATHIST_TEST=no-atomics acts as one) gets one line naming
+    what is missing and the fix, exit 1, not a verifier error on each attach type."""
+    rc, out, err = run("runq", "-d", "0.2", test="no-atomics")
+    check(rc == 1 and "compare-and-exchange (Linux 5.12+)" in err and out == "" and
+          len(err.strip().splitlines()) == 1 and "did not load" not in err,
+          f"rc {rc}: {err!r}")
+
+
 def test_no_tracefs_needed():
     """tp_btf and raw_tp attach without tracefs: with it unmounted in a private mount
     namespace, runq and bio on either path run and exit 0 (doctor: test_doctor)."""
@@ -646,22 +656,6 @@ def test_no_tracefs_needed():
     check(p.returncode != 99, "tracefs still visible after umount")
     for want in ("runq-tp_btf=0", "runq-raw_tp=0", "bio-tp_btf=0", "bio-raw_tp=0"):
         check(want in p.stdout, f"{want}: stdout {p.stdout!r} stderr {p.stderr!r}")
-
-
-def test_perf_users_keep_their_events():
-    """lathist never takes events from other tools (a classic tracepoint program that
-    returns 0 would: DESIGN.md). With runq running, a perf counter on sched_switch still
-    counts every switch: at least as many as lathist saw for the workload alone."""
-    perf = TracepointCounter("sched/sched_switch")
-    try:
-        before = perf.read()
-        rows, doc = traced(Workload("mix", CPU, 2, 1, 500), "--per-thread")
-        seen = perf.read() - before
-    finally:
-        perf.close()
-    waits = sum(h["count"] for h in doc["histograms"])
-    check(waits > 100 and seen >= waits, f"perf counted {seen} switches while lathist paired "
-                                         f"{waits} waits of the workload alone")
 
 
 def test_system_wide_per_cpu():
