@@ -24,7 +24,7 @@ TOOLS := runq bio
 # src/: the core (dispatch, options, session, registry, BPF helpers, counters,
 # records, perf events, doctor); src/report/: the report model, its merge and
 # renderers; src/tools/: one loader per tool
-CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c pmu.c \
+CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c pmu.c cgroup.c \
 	doctor.c
 REPORT_SRCS := hist.c report.c render_text.c render_json.c render_csv.c render_openmetrics.c \
 	report_cmd.c heatmap.c anonymize.c

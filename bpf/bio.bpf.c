@@ -103,6 +103,8 @@ static __always_inline void req_init(struct bio_req *init, __u64 now, bool at_is
 		init->birth_ns = task->group_leader->start_time;	/* trusted: direct loads */
 		bpf_get_current_comm(init->comm, sizeof(init->comm));
 	}
+	if (group & BIO_GROUP_CGROUP)	/* the submitter's, as for its process */
+		init->cgroup_id = bpf_get_current_cgroup_id();
 }
 
 /*
@@ -239,6 +241,8 @@ static __always_inline bool hist_record(struct bio_req *r, __u64 queue_ns, __u64
 		key.dev = r->dev;
 	if (group & BIO_GROUP_OP)
 		key.op = r->op;
+	if (group & BIO_GROUP_CGROUP)
+		key.cgroup_id = r->cgroup_id;
 	h = lh_hist_keyed(&bio_hist, &key, c);
 	if (!h)
 		return false;

@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "records.h"
 #include "core_fixes.bpf.h"
+#include "cgroup_path.h"
 
 #ifndef E2BIG
 #define E2BIG 7
@@ -153,6 +154,50 @@ static __always_inline bool lh_born_at(struct task_struct *t, __u64 ticks)
 	if (!ticks || !tick_ns)
 		return true;
 	return (BPF_CORE_READ(t, start_boottime) + boot_off_ns) / tick_ns == ticks;
+}
+
+/*
+ * --per-cgroup: the path of every cgroup v2 made while tracing (its id the
+ * key), so that the loader can name one removed before it reads its keys (a
+ * short-lived container). LRU: past max_entries the oldest go. Paths longer
+ * than the value are cut (the loader names a cgroup still there from its
+ * folder instead).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);	/* 1 unless --per-cgroup */
+	__type(key, __u64);
+	__type(value, struct lh_cgroup_path);
+} lathist_cgroup_paths SEC(".maps");
+
+static const struct lh_cgroup_path lh_no_path;
+
+/* cgroup_mkdir(struct cgroup *cgrp, const char *path): path is the cgroup's within
+ * its hierarchy; the unified (v2) one is hierarchy 0 (as /proc/PID/cgroup says).
+ * raw_tp, whatever the tool's attach type: it reads everything with probe reads.
+ * "?": loaded for --per-cgroup only. */
+SEC("?raw_tp/cgroup_mkdir")
+int BPF_PROG(lathist_cgroup_mkdir, struct cgroup *cgrp, const char *path)
+{
+	struct lh_cgroup_path *v;
+	__u64 id;
+
+	if (BPF_CORE_READ(cgrp, root, hierarchy_id) != 0)
+		return 0;
+	id = BPF_CORE_READ(cgrp, kn, id);
+	if (bpf_map_update_elem(&lathist_cgroup_paths, &id, &lh_no_path, BPF_ANY))
+		return 0;
+	v = bpf_map_lookup_elem(&lathist_cgroup_paths, &id);
+	if (v)
+		bpf_probe_read_kernel_str(v->path, sizeof(v->path), path);
+	return 0;
+}
+
+/* Task t's cgroup v2 (its kernfs node id, what name_to_handle_at(2) gives
+ * for the cgroup's folder); the root's on a host without cgroup v2 in use. */
+static __always_inline __u64 lh_task_cgroup_id(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
 }
 
 /* Is task t in cgroup filter_cgroup_id or below it (cgroup v2)? */

@@ -322,6 +322,10 @@ static __always_inline void task_key(struct runq_hist_key *key, struct task_stru
 
 	key->kind = kind;
 	key->buf = buf;
+	if (group == RUNQ_GROUP_CGROUP) {
+		key->cgroup_id = lh_task_cgroup_id(t);
+		return;
+	}
 	key->tgid = tgid;
 	if (group == RUNQ_GROUP_THREAD) {
 		key->tid = tid;
@@ -512,7 +516,8 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
 	h = lh_hist_keyed(&runq_hist_keyed, &key, c);
 	if (!h)
 		return false;
-	key_comm(h->comm, &h->comm_ns, t);
+	if (group != RUNQ_GROUP_CGROUP)		/* a cgroup's name is its path: the loader's */
+		key_comm(h->comm, &h->comm_ns, t);
 	lh_hist_add(h, delta);
 	return true;
 }

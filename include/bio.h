@@ -18,6 +18,7 @@ enum bio_group {
 	BIO_GROUP_PROCESS = 1,	/* submitter tgid (+ start time), comm */
 	BIO_GROUP_DISK = 2,	/* dev_t of the request's disk */
 	BIO_GROUP_OP = 4,	/* enum bio_op */
+	BIO_GROUP_CGROUP = 8,	/* the submitter's cgroup v2 id when the request was created */
 };
 
 enum bio_req_flags {
@@ -31,6 +32,7 @@ struct bio_req {
 	unsigned long long issued_ns;	/* 0 until issued */
 	unsigned long long birth_ns;	/* submitter's process start time */
 	unsigned long long sector;	/* its start sector at issue (a requeue keeps it) */
+	unsigned long long cgroup_id;	/* submitter's cgroup v2 id (per cgroup only) */
 	unsigned int bytes;		/* request size at issue */
 	unsigned int done_bytes;	/* completed so far (partial completions) */
 	unsigned int tgid;		/* submitter process */
@@ -47,6 +49,7 @@ struct bio_hist_key {
 	unsigned int tgid;
 	unsigned int dev;
 	unsigned long long birth_ns;
+	unsigned long long cgroup_id;
 	unsigned char pad0;
 	unsigned char op;		/* enum bio_op, or 0 when not grouped by op */
 	unsigned char buf;		/* interval double buffer */

@@ -19,6 +19,7 @@ enum runq_group {
 	RUNQ_GROUP_PROCESS,	/* key: tgid + leader start time */
 	RUNQ_GROUP_THREAD,	/* key: tid + tgid + thread start time */
 	RUNQ_GROUP_CPU,		/* CPU the task was switched in on */
+	RUNQ_GROUP_CGROUP,	/* key: the woken task's cgroup v2 id at its switch-in */
 };
 
 /*
@@ -55,11 +56,13 @@ enum runq_start_flags {
 	RUNQ_SEEN = 4,		/* an event of the task was seen (not just the sweep's count) */
 };
 
-/* Key of the per-process / per-thread histogram hash. */
+/* Key of the per-process / per-thread / per-cgroup histogram hash; fields
+ * outside the grouping are 0. */
 struct runq_hist_key {
 	unsigned int tid;		/* 0 when grouped per process */
 	unsigned int tgid;
 	unsigned long long birth_ns;	/* start_time of thread (or leader) */
+	unsigned long long cgroup_id;	/* per cgroup: its cgroup v2 id (kernfs node id) */
 	unsigned char kind;		/* enum runq_kind */
 	unsigned char buf;		/* interval double buffer, 0/1 */
 	unsigned char pad[6];

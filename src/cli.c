@@ -145,6 +145,17 @@ int lh_cgroup2_mount(char *mnt, size_t len)
 	return found;
 }
 
+int lh_check_per_cgroup(const char *tool)
+{
+	char mnt[4096];
+
+	if (!lh_cgroup2_mount(mnt, sizeof(mnt)))
+		return 0;
+	lh_usage_error(tool, "--per-cgroup: no cgroup v2 file system is mounted, which names "
+		       "the cgroups; mount one (mount -t cgroup2 none /sys/fs/cgroup/unified)");
+	return -EINVAL;
+}
+
 int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 {
 	struct statfs sfs;

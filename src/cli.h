@@ -146,6 +146,10 @@ long lh_tgid_of(uint32_t id);
 /* Where cgroup2 is mounted (first in /proc/self/mounts); -ENOENT when nowhere. */
 int lh_cgroup2_mount(char *mnt, size_t len);
 
+/* --per-cgroup needs a cgroup2 mount to name cgroups: 0, or -EINVAL after a
+ * one-line usage error saying how to mount one. */
+int lh_check_per_cgroup(const char *tool);
+
 /*
  * Resolve a cgroup v2 path (absolute, or relative to the cgroup2 mount) to its
  * id. Returns 0, -EMEDIUMTYPE (not cgroup2), -ENOTDIR or another -errno.

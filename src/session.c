@@ -11,6 +11,7 @@
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include "bpfcommon.h"
+#include "cgroup.h"
 #include "recorder.h"
 #include "session.h"
 #include "tool.h"
@@ -430,6 +431,18 @@ int lh_session_run(struct lh_session *s)
 		if (last)
 			return write_err ? write_err : s->records_failed ? -EIO : 0;
 	}
+}
+
+void lh_session_configure_cgroups(struct bpf_map *paths, struct bpf_program *mkdir, bool on)
+{
+	bpf_map__set_max_entries(paths, on ? 4096 : 1);
+	bpf_program__set_autoload(mkdir, on);
+}
+
+void lh_session_cgroups_attached(struct bpf_program *mkdir)
+{
+	if (bpf_program__autoload(mkdir))
+		lh_cgroup_scan();	/* no cgroup2 mount: refused at parse */
 }
 
 void lh_session_free(struct lh_session *s)

@@ -76,6 +76,15 @@ void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const
 void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* --per-cgroup (on): load the cgroup_mkdir program (mkdir) and size the
+ * paths it keeps (lathist.bpf.h lathist_cgroup_paths); off: the map at its
+ * smallest, the program not loaded. Before load. */
+void lh_session_configure_cgroups(struct bpf_map *paths, struct bpf_program *mkdir, bool on);
+
+/* After attach, with --per-cgroup (mkdir loaded): name every cgroup there is
+ * now (lh_cgroup_scan), those made since being kept by the mkdir program. */
+void lh_session_cgroups_attached(struct bpf_program *mkdir);
+
 /* Size the shared ring buffer and set the record options before load. */
 void lh_session_configure_records(const struct lh_common_opts *c, struct bpf_map *events,
 				  volatile unsigned long long *slower_than_ns,

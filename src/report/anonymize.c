@@ -104,18 +104,25 @@ done:
 	return err;
 }
 
+/* HMAC-SHA256 of what and data under the salt; all of data, however long (a
+ * cgroup path): a message past the stack buffer is allocated, and without
+ * memory its first bytes are taken. */
 static void mac(const struct lh_anon *a, const char *what, const void *data, size_t len,
 		unsigned char out[32])
 {
-	unsigned char msg[96];
+	unsigned char small[96], *msg = small;
 	unsigned int outlen = 32;
 	size_t wl = strlen(what);
 
-	if (wl + len > sizeof(msg))
-		len = sizeof(msg) - wl;
+	if (wl + len > sizeof(small) && !(msg = malloc(wl + len))) {
+		msg = small;
+		len = sizeof(small) - wl;
+	}
 	memcpy(msg, what, wl);
 	memcpy(msg + wl, data, len);
 	HMAC(EVP_sha256(), a->salt, (int)a->salt_len, msg, wl + len, out, &outlen);
+	if (msg != small)
+		free(msg);
 }
 
 uint32_t lh_anon_id(const struct lh_anon *a, uint32_t id)
@@ -164,6 +171,22 @@ static void anon_key(const struct lh_anon *a, struct lh_key *k)
 		k->tid = lh_anon_id(a, k->tid);
 	if (k->fields & LH_KEY_COMM)
 		lh_anon_comm(a, k->comm, sizeof(k->comm));
+	if (k->fields & LH_KEY_CGROUP) {
+		unsigned char h[32];
+		char path[20];
+		uint64_t id;
+
+		/* a path names services and containers: hashed with its id, so that a
+		 * re-created cgroup stays a key of its own */
+		mac(a, "cgroup:", &k->cgroup_id, sizeof(k->cgroup_id), h);
+		memcpy(&id, h, sizeof(id));
+		id &= (1ULL << 53) - 1;
+		mac(a, "cgpath:", k->cgroup ? k->cgroup : "", k->cgroup ? strlen(k->cgroup) : 0, h);
+		snprintf(path, sizeof(path), "cgroup-%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3],
+			 h[4]);
+		k->cgroup_id = id;
+		k->cgroup = lh_cgroup_intern(id, path);	/* NULL (no memory): an empty label */
+	}
 }
 
 void lh_anon_report(const struct lh_anon *a, struct lh_report *r)
@@ -203,9 +226,16 @@ void lh_anon_meta(const struct lh_anon *a, struct lh_meta *m)
 	for (int i = 0; i < m->nfilters; i++) {
 		struct lh_filter *f = &m->filters[i];
 
-		if (!strcmp(f->name, "pid") || !strcmp(f->name, "tid"))
+		if (!strcmp(f->name, "pid") || !strcmp(f->name, "tid")) {
 			snprintf(f->value, sizeof(f->value), "%u",
 				 lh_anon_id(a, (uint32_t)strtoul(f->value, NULL, 10)));
+		} else if (!strcmp(f->name, "cgroup")) {
+			unsigned char h[32];
+
+			mac(a, "cgpath:", f->value, strlen(f->value), h);
+			snprintf(f->value, sizeof(f->value), "cgroup-%02x%02x%02x%02x%02x", h[0],
+				 h[1], h[2], h[3], h[4]);
+		}
 	}
 	lh_anon_host(a, m->host, sizeof(m->host));
 	m->anonymized = true;

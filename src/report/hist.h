@@ -21,6 +21,10 @@ enum lh_key_field {
 	LH_KEY_CPU = 1 << 3,
 	LH_KEY_DISK = 1 << 4,
 	LH_KEY_OP = 1 << 5,
+	LH_KEY_CGROUP = 1 << 6,
+	/* lathist serve: every key of these fields folded into one (--max-series);
+	 * each field shows as "other" */
+	LH_KEY_OTHER = 1 << 7,
 };
 
 /* What one histogram aggregates over; fields not in 'fields' are unused. */
@@ -28,10 +32,25 @@ struct lh_key {
 	unsigned int fields;	/* enum lh_key_field bits; 0 = total */
 	uint32_t pid, tid, cpu;
 	uint64_t birth_ns;	/* task start time (CLOCK_MONOTONIC ns): tells reused ids apart */
+	uint64_t cgroup_id;	/* cgroup v2 id (kernfs node id): a re-created cgroup is a
+				 * new key */
+	const char *cgroup;	/* its path under the cgroup2 mount ("/" the root), from
+				 * lh_cgroup_intern: one pointer per id, a label */
 	char comm[16];
 	char disk[32];
 	char op[16];
 };
+
+/*
+ * The one stored path of cgroup id (printable: bytes outside 0x20..0x7e as
+ * \xNN), so that keys can compare it as a pointer: the first path given for
+ * an id is kept for the process's life (a renamed cgroup keeps its old path;
+ * its id does not change). NULL without memory.
+ */
+const char *lh_cgroup_intern(uint64_t id, const char *path);
+
+/* The stored path of cgroup id, NULL when none is. */
+const char *lh_cgroup_lookup(uint64_t id);
 
 /* One histogram: its name ("wakeup", ...), key, and 64-bit slot counts. */
 struct lh_hist {

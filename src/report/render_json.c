@@ -38,6 +38,10 @@ static json_object *key_json(const struct lh_key *k)
 		json_object_object_add(o, "disk", json_object_new_string(k->disk));
 	if (k->fields & LH_KEY_OP)
 		json_object_object_add(o, "op", json_object_new_string(k->op));
+	if (k->fields & LH_KEY_CGROUP) {
+		json_object_object_add(o, "cgroup", json_object_new_string(k->cgroup ? k->cgroup : ""));
+		json_object_object_add(o, "cgroup_id", u64(k->cgroup_id));
+	}
 	return o;
 }
 

@@ -58,8 +58,13 @@ static void print_key(FILE *f, const struct lh_key *k)
 		fprintf(f, "%sdisk %s", sep, k->disk);
 		sep = " ";
 	}
-	if (k->fields & LH_KEY_OP)
+	if (k->fields & LH_KEY_OP) {
 		fprintf(f, "%sop %s", sep, k->op);
+		sep = " ";
+	}
+	if (k->fields & LH_KEY_CGROUP)
+		fprintf(f, "%scgroup %s (id %" PRIu64 ")", sep, k->cgroup ? k->cgroup : "?",
+			k->cgroup_id);
 }
 
 static double in_unit(uint64_t ns, uint64_t unit_ns)

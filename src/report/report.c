@@ -338,22 +338,33 @@ void lh_printable(const char *in, size_t inlen, char *out, size_t outlen)
 }
 
 const char *const lh_key_field_names[LH_MAX_KEY_FIELDS] = {
-	"tid", "pid", "comm", "start_ns", "cpu", "disk", "op",
+	"tid", "pid", "comm", "start_ns", "cpu", "disk", "op", "cgroup", "cgroup_id",
 };
 
 int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS])
 {
+	bool other = k->fields & LH_KEY_OTHER;
 	int n = 0;
 
-#define KV(nm, ...) do { out[n].name = nm; snprintf(out[n].value, sizeof(out[n].value), __VA_ARGS__); n++; } while (0)
+	/* one field: its value printed into buf, or every field "other" */
+#define KV(nm, ...)                                                                      \
+	do {                                                                             \
+		out[n].name = nm;                                                        \
+		out[n].value = out[n].buf;                                               \
+		if (other)                                                               \
+			snprintf(out[n].buf, sizeof(out[n].buf), "other");               \
+		else                                                                     \
+			snprintf(out[n].buf, sizeof(out[n].buf), __VA_ARGS__);          \
+		n++;                                                                     \
+	} while (0)
 	if (k->fields & LH_KEY_TID)
 		KV("tid", "%u", k->tid);
 	if (k->fields & LH_KEY_PID)
 		KV("pid", "%u", k->pid);
 	if (k->fields & LH_KEY_COMM) {
-		out[n].name = "comm";
-		lh_printable(k->comm, sizeof(k->comm), out[n].value, sizeof(out[n].value));
-		n++;
+		KV("comm", "%s", "");
+		if (!other)
+			lh_printable(k->comm, sizeof(k->comm), out[n - 1].buf, sizeof(out[n - 1].buf));
 	}
 	if (k->fields & (LH_KEY_TID | LH_KEY_PID))
 		KV("start_ns", "%llu", (unsigned long long)k->birth_ns);
@@ -363,8 +374,77 @@ int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS])
 		KV("disk", "%s", k->disk);
 	if (k->fields & LH_KEY_OP)
 		KV("op", "%s", k->op);
+	if (k->fields & LH_KEY_CGROUP) {
+		KV("cgroup", "%s", "");
+		if (!other)	/* a path is longer than buf: the interned string itself */
+			out[n - 1].value = k->cgroup ? k->cgroup : "";
+		KV("cgroup_id", "%llu", (unsigned long long)k->cgroup_id);
+	}
 #undef KV
 	return n;
+}
+
+/* lh_cgroup_intern's table: open addressing on the id, kept at most half full. */
+static struct {
+	uint64_t *ids;
+	char **paths;
+	size_t cap, n;
+} cgroups;
+
+static size_t cgroup_slot(uint64_t id, size_t cap)
+{
+	size_t j = (size_t)(id * 11400714819323198485ULL) & (cap - 1);
+
+	while (cgroups.paths[j] && cgroups.ids[j] != id)
+		j = (j + 1) & (cap - 1);
+	return j;
+}
+
+const char *lh_cgroup_lookup(uint64_t id)
+{
+	return cgroups.cap ? cgroups.paths[cgroup_slot(id, cgroups.cap)] : NULL;
+}
+
+const char *lh_cgroup_intern(uint64_t id, const char *path)
+{
+	size_t j, len;
+	char *p;
+
+	if (2 * (cgroups.n + 1) > cgroups.cap) {
+		size_t cap = cgroups.cap ? 2 * cgroups.cap : 64;
+		uint64_t *ids = calloc(cap, sizeof(*ids)), *old_ids = cgroups.ids;
+		char **paths = calloc(cap, sizeof(*paths)), **old_paths = cgroups.paths;
+		size_t old_cap = cgroups.cap;
+
+		if (!ids || !paths) {
+			free(ids);
+			free(paths);
+			return NULL;
+		}
+		cgroups.ids = ids;
+		cgroups.paths = paths;
+		cgroups.cap = cap;
+		for (size_t i = 0; i < old_cap; i++)
+			if (old_paths[i]) {
+				j = cgroup_slot(old_ids[i], cap);
+				ids[j] = old_ids[i];
+				paths[j] = old_paths[i];
+			}
+		free(old_ids);
+		free(old_paths);
+	}
+	j = cgroup_slot(id, cgroups.cap);
+	if (cgroups.paths[j])
+		return cgroups.paths[j];
+	len = strlen(path);
+	p = malloc(4 * len + 1);
+	if (!p)
+		return NULL;
+	lh_printable(path, len, p, 4 * len + 1);
+	cgroups.ids[j] = id;
+	cgroups.paths[j] = p;
+	cgroups.n++;
+	return p;
 }
 
 void lh_report_index_reset(struct lh_report *r)

@@ -213,12 +213,14 @@ void lh_report_clear(struct lh_report *r);
  */
 void lh_printable(const char *in, size_t inlen, char *out, size_t outlen);
 
-/* One key field as text: name ("pid") and value ("1234"). */
+/* One key field as text: name ("pid") and value ("1234", in buf, or a
+ * cgroup's path, which can be longer). */
 struct lh_kv {
 	const char *name;
-	char value[72];
+	const char *value;
+	char buf[72];
 };
-#define LH_MAX_KEY_FIELDS 7
+#define LH_MAX_KEY_FIELDS 9
 
 /*
  * The fields of key k in a fixed order (tid, pid, comm, start_ns, cpu, disk,

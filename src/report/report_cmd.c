@@ -212,6 +212,27 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 			return bad(m, "key field op is not an operation name");
 		key->fields |= LH_KEY_OP;
 	}
+	if (json_object_object_get_ex(k, "cgroup", NULL) ||
+	    json_object_object_get_ex(k, "cgroup_id", NULL)) {
+		const char *path = NULL;
+		json_object *p;
+		char *raw;
+
+		if (json_object_object_get_ex(k, "cgroup", &p) && json_object_is_type(p, json_type_string))
+			path = json_object_get_string(p);
+		if (!path || get_u64(k, "cgroup_id", &key->cgroup_id))
+			return bad(m, "key fields cgroup and cgroup_id are not a cgroup path and its id");
+		/* stored as written (printable): interned raw, as a live run does */
+		raw = malloc(strlen(path) + 1);
+		if (!raw)
+			return -ENOMEM;
+		unprintable(path, raw, strlen(path) + 1);
+		key->cgroup = lh_cgroup_intern(key->cgroup_id, raw);
+		free(raw);
+		if (!key->cgroup)
+			return -ENOMEM;
+		key->fields |= LH_KEY_CGROUP;
+	}
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 #include "tool.h"
 #include "registry.h"
 #include "util.h"
+#include "cgroup.h"
 
 #define TOOL "bio"
 
@@ -41,6 +42,7 @@ enum {
 	OPT_PER_PROCESS = LH_OPT_TOOL_BASE,
 	OPT_PER_DISK,
 	OPT_PER_OP,
+	OPT_PER_CGROUP,
 	OPT_DISK,
 	OPT_MAX_REQUESTS,
 };
@@ -56,6 +58,8 @@ static const char bio_help[] =
 	"                         for writeback)\n"
 	"      --per-disk         by disk (e.g. loop0, vda)\n"
 	"      --per-op           by operation: read, write, flush, discard, other\n"
+	"      --per-cgroup       by the cgroup v2 of the process current when the request\n"
+	"                         was created (path and id)\n"
 	"Filters (applied in BPF):\n"
 	"      --disk NAME        only requests to this disk\n"
 	"      --max-requests N   entries of the in-flight request map (16384)\n"
@@ -159,6 +163,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 		{ "per-disk", no_argument, NULL, OPT_PER_DISK },
 		{ "per-op", no_argument, NULL, OPT_PER_OP },
+		{ "per-cgroup", no_argument, NULL, OPT_PER_CGROUP },
 		{ "disk", required_argument, NULL, OPT_DISK },
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
 		{ NULL, 0, NULL, 0 },
@@ -192,6 +197,11 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			break;
 		case OPT_PER_OP:
 			o->group |= BIO_GROUP_OP;
+			break;
+		case OPT_PER_CGROUP:
+			if (lh_check_per_cgroup(TOOL))
+				return -EINVAL;
+			o->group |= BIO_GROUP_CGROUP;
 			break;
 		case OPT_DISK:
 			if (!strncmp(optarg, "/dev/", 5))	/* the device path names it too */
@@ -287,12 +297,19 @@ struct bio_ctx {
 	char unchecked[300];		/* meta.unchecked as the load left it */
 };
 
+/* "total", or the groupings joined by commas in one order ("process,disk,op,cgroup"). */
 static void grouping_name(unsigned int g, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s", g ? "" : "total",
-		 g & BIO_GROUP_PROCESS ? "process" : "",
-		 g & BIO_GROUP_DISK ? (g & BIO_GROUP_PROCESS ? ",disk" : "disk") : "",
-		 g & BIO_GROUP_OP ? (g & (BIO_GROUP_PROCESS | BIO_GROUP_DISK) ? ",op" : "op") : "");
+	static const struct { unsigned int bit; const char *name; } parts[] = {
+		{ BIO_GROUP_PROCESS, "process" }, { BIO_GROUP_DISK, "disk" },
+		{ BIO_GROUP_OP, "op" }, { BIO_GROUP_CGROUP, "cgroup" },
+	};
+	size_t n = 0;
+
+	snprintf(buf, len, "total");
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && n < len; i++)
+		if (g & parts[i].bit)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", parts[i].name);
 }
 
 static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
@@ -372,6 +389,8 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 	bpf_program__set_autoload(s->progs.bio_merge_raw, raw && p->has_merge);
 	/* the end-of-run sweep (plan_for) */
 	bpf_program__set_autoload(s->progs.bio_sweep, !p->sweep_err);
+	lh_session_configure_cgroups(s->maps.lathist_cgroup_paths, s->progs.lathist_cgroup_mkdir,
+				     o->group & BIO_GROUP_CGROUP);
 	return value_size;
 }
 
@@ -381,6 +400,7 @@ static int attach(void *skel, bool verbose)
 
 	/* completion first, creation last: no start is recorded whose end is missed */
 	struct lh_prog_link order[] = {
+		{ s->progs.lathist_cgroup_mkdir, &s->links.lathist_cgroup_mkdir },
 		{ s->progs.bio_complete_btf, &s->links.bio_complete_btf },
 		{ s->progs.bio_complete_raw, &s->links.bio_complete_raw },
 		{ s->progs.bio_merge_btf, &s->links.bio_merge_btf },
@@ -392,8 +412,11 @@ static int attach(void *skel, bool verbose)
 		{ s->progs.bio_io_start_btf, &s->links.bio_io_start_btf },
 		{ s->progs.bio_io_start_raw, &s->links.bio_io_start_raw },
 	};
+	int err = lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
 
-	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
+	if (!err)
+		lh_session_cgroups_attached(s->progs.lathist_cgroup_mkdir);
+	return err;
 }
 
 static int add_keyed(struct lh_session *s, const void *k, const void *values)
@@ -417,6 +440,12 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 		key.fields |= LH_KEY_OP;
 		snprintf(key.op, sizeof(key.op), "%s", op_names[bk->op <= BIO_OP_OTHER ? bk->op :
 								  BIO_OP_OTHER]);
+	}
+	if (x->o->group & BIO_GROUP_CGROUP) {
+		key.fields |= LH_KEY_CGROUP;
+		key.cgroup_id = bk->cgroup_id;
+		key.cgroup = lh_cgroup_name(bk->cgroup_id,
+					    bpf_map__fd(x->skel->maps.lathist_cgroup_paths));
 	}
 	/* the comm lives in the first histogram's head */
 	for (int cpu = 0; (key.fields & LH_KEY_COMM) && !key.comm[0] && cpu < s->ncpus; cpu++) {
@@ -675,7 +704,7 @@ out:
 	return rc;
 }
 
-static const char *const bio_groupings[] = { "process", "disk", "op", NULL };
+static const char *const bio_groupings[] = { "process", "disk", "op", "cgroup", NULL };
 
 static const struct lh_tool_tp bio_tps[] = {
 	{ "block/block_io_start", false, 1, "bio: request creation (6.5+; else block_rq_insert)" },

@@ -27,6 +27,7 @@
 #include "tool.h"
 #include "registry.h"
 #include "util.h"
+#include "cgroup.h"
 
 #define TOOL "runq"
 
@@ -40,6 +41,7 @@ enum {
 	OPT_PER_PROCESS = LH_OPT_TOOL_BASE,
 	OPT_PER_THREAD,
 	OPT_PER_CPU,
+	OPT_PER_CGROUP,
 	OPT_CPUS,
 	OPT_MAX_TASKS,
 	OPT_ONCPU,
@@ -56,6 +58,8 @@ static const char runq_help[] =
 	"      --per-process      one histogram pair per process (tgid)\n"
 	"      --per-thread       one histogram pair per thread (tid)\n"
 	"      --per-cpu          one histogram pair per CPU the task was switched in on\n"
+	"      --per-cgroup       one histogram pair per cgroup v2 of the woken task (path and\n"
+	"                         id: a re-created cgroup is a new key)\n"
 	"Filters (applied in BPF; also -p and --cgroup below):\n"
 	"  -t, --tid TID          only thread TID\n"
 	"      --cpus LIST        only switch-ins on these CPUs, e.g. 0-3,7\n"
@@ -144,7 +148,8 @@ static int parse_counters(struct runq_opts *o, const char *arg)
 static int set_group(struct runq_opts *o, enum runq_group g, const char *name)
 {
 	if (o->group != RUNQ_GROUP_TOTAL && o->group != g) {
-		lh_usage_error(TOOL, "%s: only one of --per-process, --per-thread, --per-cpu", name);
+		lh_usage_error(TOOL, "%s: only one of --per-process, --per-thread, --per-cpu, "
+			       "--per-cgroup", name);
 		return -EINVAL;
 	}
 	o->group = g;
@@ -159,6 +164,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "per-cpu", no_argument, NULL, OPT_PER_CPU },
+		{ "per-cgroup", no_argument, NULL, OPT_PER_CGROUP },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "max-tasks", required_argument, NULL, OPT_MAX_TASKS },
 		{ "oncpu", no_argument, NULL, OPT_ONCPU },
@@ -197,6 +203,11 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 			break;
 		case OPT_PER_CPU:
 			err = set_group(o, RUNQ_GROUP_CPU, "--per-cpu");
+			break;
+		case OPT_PER_CGROUP:
+			err = lh_check_per_cgroup(TOOL);
+			if (!err)
+				err = set_group(o, RUNQ_GROUP_CGROUP, "--per-cgroup");
 			break;
 		case OPT_CPUS:
 			err = parse_cpus(o, optarg);
@@ -264,6 +275,12 @@ struct runq_ctx {
 	uint64_t hidden;	/* traced tasks the end sweep did not see (hidden_tasks) */
 };
 
+/* Groupings whose keys are a BPF hash's (the others: an array per kind, per CPU). */
+static bool keyed_group(enum runq_group g)
+{
+	return g == RUNQ_GROUP_PROCESS || g == RUNQ_GROUP_THREAD || g == RUNQ_GROUP_CGROUP;
+}
+
 static const char *group_name(enum runq_group g)
 {
 	switch (g) {
@@ -273,6 +290,8 @@ static const char *group_name(enum runq_group g)
 		return "thread";
 	case RUNQ_GROUP_CPU:
 		return "cpu";
+	case RUNQ_GROUP_CGROUP:
+		return "cgroup";
 	default:
 		return "total";
 	}
@@ -311,7 +330,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
 	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	int nargs = lh_tp_nargs("sched_switch");
-	bool keyed = o->group == RUNQ_GROUP_PROCESS || o->group == RUNQ_GROUP_THREAD;
+	bool keyed = keyed_group(o->group);
 
 	s->rodata->hist_precision = o->c.precision;
 	s->rodata->hist_nslots = nslots;
@@ -340,6 +359,8 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	 * says the kernel is new enough */
 	bpf_program__set_autoload(s->progs.runq_sweep_start, sweeps);
 	bpf_program__set_autoload(s->progs.runq_sweep_end, sweeps);
+	lh_session_configure_cgroups(s->maps.lathist_cgroup_paths, s->progs.lathist_cgroup_mkdir,
+				     o->group == RUNQ_GROUP_CGROUP);
 	s->rodata->oncpu_on = o->oncpu;
 	s->rodata->pmu_n = (uint32_t)o->npmu;
 	s->rodata->pmu_ncpus = (uint32_t)libbpf_num_possible_cpus();
@@ -374,6 +395,7 @@ static int attach(void *skel, bool verbose)
 	/* switch first: a wakeup seen before the switch program would leave a start
 	 * whose switch-in is missed (and nothing records before lh_enabled anyway) */
 	struct lh_prog_link order[] = {
+		{ s->progs.lathist_cgroup_mkdir, &s->links.lathist_cgroup_mkdir },
 		{ s->progs.runq_switch_btf, &s->links.runq_switch_btf },
 		{ s->progs.runq_switch_raw, &s->links.runq_switch_raw },
 		{ s->progs.runq_wakeup_new_btf, &s->links.runq_wakeup_new_btf },
@@ -383,8 +405,11 @@ static int attach(void *skel, bool verbose)
 		{ s->progs.runq_exit_btf, &s->links.runq_exit_btf },
 		{ s->progs.runq_exit_raw, &s->links.runq_exit_raw },
 	};
+	int err = lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
 
-	return lh_attach_in_order(TOOL, order, sizeof(order) / sizeof(order[0]), verbose);
+	if (!err)
+		lh_session_cgroups_attached(s->progs.lathist_cgroup_mkdir);
+	return err;
 }
 
 /* total and per-CPU: a per-CPU array indexed by kind and buffer */
@@ -426,13 +451,20 @@ static int read_array(struct lh_session *s, uint32_t buf)
 	return 0;
 }
 
-/* The report key of a per-process or per-thread BPF key. */
+/* The report key of a per-process, per-thread or per-cgroup BPF key. */
 static struct lh_key report_key(const struct lh_session *s, const struct runq_hist_key *rk)
 {
 	const struct runq_ctx *x = s->tool;
 	struct lh_key key = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = rk->tgid,
 			      .birth_ns = rk->birth_ns };
 
+	if (x->o->group == RUNQ_GROUP_CGROUP) {
+		struct lh_key c = { .fields = LH_KEY_CGROUP, .cgroup_id = rk->cgroup_id,
+				    .cgroup = lh_cgroup_name(rk->cgroup_id,
+					bpf_map__fd(x->skel->maps.lathist_cgroup_paths)) };
+
+		return c;
+	}
 	if (x->o->group == RUNQ_GROUP_THREAD) {
 		key.fields |= LH_KEY_TID;
 		key.tid = rk->tid;
@@ -526,7 +558,7 @@ static int read_pmu(struct lh_session *s, uint32_t buf)
 	size_t stride = lh_percpu_stride(sizeof(struct lh_pmu_val));
 	int fd = bpf_map__fd(x->skel->maps.runq_pmu), err = 0;
 
-	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD)
+	if (keyed_group(x->o->group))
 		return lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_pmu_keyed),
 				     sizeof(struct runq_hist_key),
 				     offsetof(struct runq_hist_key, buf), buf, add_pmu_keyed);
@@ -553,7 +585,7 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 	struct runq_ctx *x = s->tool;
 	int err;
 
-	if (x->o->group == RUNQ_GROUP_PROCESS || x->o->group == RUNQ_GROUP_THREAD) {
+	if (keyed_group(x->o->group)) {
 		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
 				    sizeof(struct runq_hist_key),
 				    offsetof(struct runq_hist_key, buf), buf, add_keyed);
@@ -931,7 +963,7 @@ out:
 	return rc;
 }
 
-static const char *const runq_groupings[] = { "process", "thread", "cpu", NULL };
+static const char *const runq_groupings[] = { "process", "thread", "cpu", "cgroup", NULL };
 
 static const struct lh_tool_tp runq_tps[] = {
 	{ "sched/sched_wakeup", true, 0, "runq: wakeups" },

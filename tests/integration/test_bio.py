@@ -147,6 +147,47 @@ def test_disk_and_pid_filters():
     check(docs[1]["loss"]["filtered"] >= READS + WRITES, f"filtered {docs[1]['loss']}")
 
 
+def test_per_cgroup():
+    """--per-cgroup: a request goes to the cgroup of the process that created it (keyed by
+    the cgroup's id, its path a label): per cgroup and disk, the workload's cgroup holds its
+    O_DIRECT requests and bytes, as many as /sys/block/DEV/stat counted, but for the losses
+    the run reports."""
+    from test_runq import cgroup2_mount, rmdir_retry
+    base = cgroup2_mount()
+    path = os.path.join(base, f"lathist-bio-{os.getpid()}")
+    os.mkdir(path)
+    try:
+        ino = os.stat(path).st_ino
+        with LoopDevice() as dev:
+            work = Workload("direct", dev.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK)
+            pid = work.start()
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+            tool = Lathist("bio", "-f", "json", "--per-cgroup", "--per-disk").start()
+            before = dev.stat()
+            work.go()
+            work.wait()
+            time.sleep(0.2)
+            after = dev.stat()
+            rc, out, err = tool.stop()
+    finally:
+        rmdir_retry(path)
+    check(rc == 0, err)
+    doc = json.loads(out)
+    check(doc["meta"]["grouping"] == "disk,cgroup", f"grouping {doc['meta']['grouping']}")
+    rel = os.path.relpath(path, base)
+    mine = [h for h in doc["histograms"] if h["name"] == "total" and
+            h["key"].get("disk") == dev.name and h["key"].get("cgroup") == rel]
+    check(len(mine) == 1 and mine[0]["key"]["cgroup_id"] == ino,
+          f"keys on {dev.name}: {[h['key'] for h in doc['histograms'] if h['name'] == 'total']}")
+    lost = doc["loss"]["lost"]
+    ios = (after[0] - before[0]) + (after[1] - before[1])
+    check(closes(mine[0]["count"], READS + WRITES, lost) and ios >= READS + WRITES,
+          f"{rel} on {dev.name}: {mine[0]['count']} requests, /sys/block {ios}, lost {lost}")
+    check(mine[0]["count"] < READS + WRITES or
+          mine[0]["bytes"] == READS * RSIZE + WRITES * WSIZE, f"bytes {mine[0]['bytes']}")
+
+
 def test_partitions_and_bio_based_devices_refused():
     """--disk on a partition: its requests reach the tracepoints remapped onto the whole
     disk, so it is refused naming that disk (before: 0 events, "no loss", exit 0); the whole

@@ -276,6 +276,62 @@ def test_cgroup_raw_tp():
     cgroup_woken("raw_tp")
 
 
+def rmdir_retry(path):
+    """A cgroup's folder goes once its last task has left (exit can lag a moment)."""
+    for _ in range(50):
+        try:
+            os.rmdir(path)
+            return
+        except OSError:
+            time.sleep(0.1)
+    os.rmdir(path)
+
+
+def test_per_cgroup():
+    """--per-cgroup: a wait goes to the woken task's cgroup, not the waker's (a pipe reader
+    inside, its writer outside), keyed by the cgroup's id with its path as a label; the
+    same folder removed and made again is a new cgroup and a new key. Each round's key
+    holds the reader's waits since it joined (its schedstat pcount) but for the losses the
+    run reports."""
+    base = cgroup2_mount()
+    path = os.path.join(base, f"lathist-cg-{os.getpid()}")
+    tool = Lathist("runq", "-f", "json", "--per-cgroup").start()
+    rounds = []
+    try:
+        for _ in range(2):
+            os.mkdir(path)
+            ino = os.stat(path).st_ino
+            work = Workload("pipe", path, 1000)
+            work.start()
+            work.go()
+            rounds.append((ino, work.wait()))
+            rmdir_retry(path)
+    finally:
+        if os.path.isdir(path):
+            rmdir_retry(path)
+        rc, out, err = tool.stop()
+    check(rc == 0, err)
+    doc = json.loads(out)
+    check(doc["meta"]["grouping"] == "cgroup", f"grouping {doc['meta']['grouping']}")
+    rel = os.path.relpath(path, base)
+    counts = {}
+    for h in doc["histograms"]:
+        check(set(h["key"]) == {"cgroup", "cgroup_id"}, f"key {h['key']}")
+        if h["key"]["cgroup"] == rel:
+            counts[h["key"]["cgroup_id"]] = counts.get(h["key"]["cgroup_id"], 0) + h["count"]
+    inos = [ino for ino, _ in rounds]
+    check(inos[0] != inos[1] and set(counts) == set(inos),
+          f"keys of {rel}: {sorted(counts)}, cgroup ids made {inos}")
+    for ino, rows in rounds:
+        reader = next(r for r in rows if r["role"] == "reader")
+        want = reader["pcount"] - reader["base_pcount"]
+        check(want >= 500, f"reader pcount {want} since it joined: too few waits to test")
+        # the writer stays outside: its waits are under another key
+        LossBudget(doc).check(counts[ino], want, f"cgroup id {ino}: reader since it joined")
+    check(any(h["key"]["cgroup"] == "/" for h in doc["histograms"]),
+          "no key for the root cgroup (where the writers and everything else run)")
+
+
 def test_interval_loses_nothing():
     """-i: per-interval aggregates add up to the whole (no increment lost at a flip)."""
     work = Workload("mix", CPU, 2, 1, 2000)
