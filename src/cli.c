@@ -45,6 +45,10 @@ const char lh_common_help[] =
 	"                         line (created or truncated at the start; for lathist\n"
 	"                         report, --heatmap)\n"
 	"      --anonymize        pids, tids and task names as stable salted hashes\n"
+	"      --buckets SPEC     metrics (-f openmetrics/prometheus): the le buckets, a range\n"
+	"                         MIN..MAX (default 1us..1m) or slot bounds, e.g. 1ms,4ms\n"
+	"      --label NAME=VALUE metrics: a label on every series (repeatable); each also\n"
+	"                         gets lathist_run (the grouping and filters)\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
 	"  -h, --help             this help\n";
 
@@ -74,6 +78,9 @@ void lh_common_defaults(struct lh_common_opts *o)
 	o->max_precision = LH_MAX_PRECISION;
 	o->slower_than_ns = UINT64_MAX;
 	o->ringbuf_bytes = 256 * 1024;
+	/* metric outputs: buckets from 1 us to about a minute (README: --buckets) */
+	o->le_min_ns = 1000;
+	o->le_max_ns = 60ULL * 1000000000ULL;
 }
 
 int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded)
@@ -357,6 +364,149 @@ static int given_once(struct lh_common_opts *o, int opt, const char *tool)
 	return 0;
 }
 
+/*
+ * --buckets MIN..MAX (durations; the slot bounds from MIN up to the first at or
+ * over MAX) or B1,B2,... (each a slot bound, checked against the slot scheme by
+ * lh_common_finish). 0, or -EINVAL after the message.
+ */
+static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *tool)
+{
+	const char *dots = strstr(arg, "..");
+	char *copy, *save = NULL, *w;
+	int err = 0;
+
+	if (o->buckets_set) {
+		lh_usage_error(tool, "--buckets given twice; give one range or list");
+		return -EINVAL;
+	}
+	o->buckets_set = true;
+	if (dots) {
+		char min[64];
+		size_t n = (size_t)(dots - arg);
+
+		snprintf(min, sizeof(min), "%.*s", (int)(n < sizeof(min) ? n : sizeof(min) - 1), arg);
+		if (lh_parse_duration(min, true, &o->le_min_ns) ||
+		    lh_parse_duration(dots + 2, false, &o->le_max_ns) || o->le_max_ns < o->le_min_ns) {
+			lh_usage_error(tool, "--buckets '%s': not a range; give MIN..MAX durations, "
+				       "e.g. 1us..1m, or bounds, e.g. 100us,1ms,10ms", arg);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!(copy = strdup(arg)))
+		return -ENOMEM;
+	for (w = strtok_r(copy, ",", &save); w && !err; w = strtok_r(NULL, ",", &save)) {
+		uint64_t b;
+
+		if (lh_parse_duration(w, false, &b) || o->nle == LH_MAX_LE ||
+		    (o->nle && b <= o->le_ns[o->nle - 1]))
+			err = -EINVAL;
+		else
+			o->le_ns[o->nle++] = b;
+	}
+	free(copy);
+	if (err || !o->nle) {
+		lh_usage_error(tool, "--buckets '%s': not a list of bounds; give up to %d "
+			       "ascending durations, e.g. 100us,1ms,10ms, or a range MIN..MAX",
+			       arg, LH_MAX_LE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Label names lathist's own series use (and le): --label cannot take them. */
+static bool reserved_label(const char *name)
+{
+	static const char *const names[] = {
+		"le", "quantile", "class", "kind", "stage", "lathist_run", "version", "kernel",
+		"clock", "grouping", "unit", "precision",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	for (int i = 0; i < LH_MAX_KEY_FIELDS; i++)
+		if (!strcmp(name, lh_key_field_names[i]))
+			return true;
+	return !strncmp(name, "attach_", 7) || !strncmp(name, "filter_", 7) ||
+	       !strncmp(name, "__", 2);
+}
+
+/* --label KEY=VALUE: KEY a Prometheus label name lathist does not use. */
+static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool)
+{
+	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : 0;
+	char name[64];
+
+	if (o->nlabels == LH_MAX_LABELS - 1) {
+		lh_usage_error(tool, "--label: at most %d labels", LH_MAX_LABELS - 1);
+		return -EINVAL;
+	}
+	if (!eq || !n || n >= sizeof(name) || strlen(eq + 1) >= sizeof(o->labels[0].value) ||
+	    strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != n ||
+	    (arg[0] >= '0' && arg[0] <= '9')) {
+		lh_usage_error(tool, "--label '%s': give NAME=VALUE, NAME of letters, digits and _ "
+			       "(not first a digit, at most 63), VALUE at most 255 bytes", arg);
+		return -EINVAL;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)n, arg);
+	if (reserved_label(name)) {
+		lh_usage_error(tool, "--label '%s': %s is a label lathist sets itself; give another "
+			       "name", arg, name);
+		return -EINVAL;
+	}
+	for (int i = 0; i < o->nlabels; i++)
+		if (!strcmp(o->labels[i].name, name)) {
+			lh_usage_error(tool, "--label '%s': %s given twice", arg, name);
+			return -EINVAL;
+		}
+	snprintf(o->labels[o->nlabels].name, sizeof(o->labels[0].name), "%s", name);
+	snprintf(o->labels[o->nlabels].value, sizeof(o->labels[0].value), "%s", eq + 1);
+	o->nlabels++;
+	return 0;
+}
+
+void lh_om_for(const struct lh_common_opts *c, const struct lh_meta *m, bool strict,
+	       struct lh_om_opts *o, struct lh_label labels[LH_MAX_LABELS])
+{
+	struct lh_label *run = &labels[c->nlabels];
+	size_t n;
+
+	memset(o, 0, sizeof(*o));
+	o->strict = strict;
+	o->le_min_ns = c->le_min_ns;
+	o->le_max_ns = c->le_max_ns;
+	o->le_ns = c->le_ns;
+	o->nle = c->nle;
+	memcpy(labels, c->labels, (size_t)c->nlabels * sizeof(*labels));
+	/* tells this run's series from another's in one textfile folder */
+	snprintf(run->name, sizeof(run->name), "lathist_run");
+	n = (size_t)snprintf(run->value, sizeof(run->value), "%s", m->grouping ? m->grouping : "");
+	for (int i = 0; i < m->nfilters && n < sizeof(run->value); i++)
+		n += (size_t)snprintf(run->value + n, sizeof(run->value) - n, ",%s=%s",
+				      m->filters[i].name, m->filters[i].value);
+	o->labels = labels;
+	o->nlabels = c->nlabels + 1;
+}
+
+int lh_buckets_usable(const struct lh_common_opts *c, const struct lh_scheme *s,
+		      const char *tool)
+{
+	struct lh_om_opts o = { .le_ns = c->le_ns, .nle = c->nle };
+	uint64_t bad, below, above;
+	char b[3][32];
+
+	if (!lh_buckets_check(&o, s, &bad, &below, &above))
+		return 0;
+	lh_usage_error(tool, "--buckets: %s is not a bound of the histogram slots (the bounds "
+		       "around it: %s and %s); give slot bounds (-u and --precision set them), or "
+		       "a range MIN..MAX", lh_duration_str(bad, b[0], sizeof(b[0])),
+		       below ? lh_duration_str(below, b[1], sizeof(b[1])) : "none",
+		       above ? lh_duration_str(above, b[2], sizeof(b[2])) : "none");
+	return -EINVAL;
+}
+
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)
 {
 	int err;
@@ -493,6 +643,10 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			return -EINVAL;
 		o->anonymize = true;
 		return 0;
+	case LH_OPT_BUCKETS:
+		return opt_buckets(o, arg, tool);
+	case LH_OPT_LABEL:
+		return opt_label(o, arg, tool);
 	case LH_OPT_SERIES:
 		if (!strcmp(arg, "-")) {
 			lh_usage_error(tool, "--series '-': give a file (on stdout, -f json with -i "
@@ -630,7 +784,18 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
+	struct lh_scheme scheme = { .precision = o->precision, .unit_ns = o->unit_ns };
+
 	if (test_hooks(o, tool))
+		return -EINVAL;
+	if ((o->buckets_set || o->nlabels) && !o->serving && o->format != LH_FMT_OPENMETRICS &&
+	    o->format != LH_FMT_PROMETHEUS) {
+		lh_usage_error(tool, "%s is for metrics: it needs -f openmetrics or -f prometheus",
+			       o->buckets_set ? "--buckets" : "--label");
+		return -EINVAL;
+	}
+	/* report checks a list against its inputs' scheme, once it has read them */
+	if (o->nle && o->verb == NULL && lh_buckets_usable(o, &scheme, tool))
 		return -EINVAL;
 	if (o->events_path && o->slower_than_ns == UINT64_MAX) {
 		lh_usage_error(tool, "--events needs --slower-than (which events to record)");

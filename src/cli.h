@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "report.h"
 
 enum lh_format { LH_FMT_TEXT, LH_FMT_JSON, LH_FMT_CSV, LH_FMT_OPENMETRICS, LH_FMT_PROMETHEUS };
 /* --attach: AUTO tries the others in this order (tp_btf, raw_tp). */
@@ -54,6 +55,15 @@ struct lh_common_opts {
 	bool test_no_sweep;		/* test only: the sweeps act as if refused (-EPERM) */
 	bool test_no_atomics;		/* test only: BPF atomics act as if refused (-EINVAL) */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
+	/* metric outputs (-f openmetrics/prometheus, lathist serve): --buckets (a
+	 * range, or the nle bounds le_ns) and --label (lh_om_for makes the options) */
+	uint64_t le_min_ns, le_max_ns;
+	uint64_t le_ns[LH_MAX_LE];
+	size_t nle;
+	bool buckets_set;
+	struct lh_label labels[LH_MAX_LABELS - 1];	/* the last place is lathist_run's */
+	int nlabels;
+	bool serving;		/* lathist serve: metrics without -f */
 };
 
 enum {
@@ -66,6 +76,8 @@ enum {
 	LH_OPT_EVENTS,
 	LH_OPT_SERIES,
 	LH_OPT_ANONYMIZE,
+	LH_OPT_BUCKETS,
+	LH_OPT_LABEL,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -87,7 +99,9 @@ enum {
 	{ "ringbuf-size", required_argument, NULL, LH_OPT_RINGBUF_SIZE }, \
 	{ "events", required_argument, NULL, LH_OPT_EVENTS },          \
 	{ "series", required_argument, NULL, LH_OPT_SERIES },          \
-	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE }
+	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE },         \
+	{ "buckets", required_argument, NULL, LH_OPT_BUCKETS },        \
+	{ "label", required_argument, NULL, LH_OPT_LABEL }
 
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
@@ -113,6 +127,23 @@ int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
  * 0 or -EINVAL after the message.
  */
 int lh_check_file_opt(const char *opt, const char *arg, const char *what, const char *tool);
+
+/*
+ * The exposition options of c for a report of meta m: c's buckets and
+ * --labels, then lathist_run, which tells this run's series from another's in
+ * one textfile folder (m's grouping and filters, "thread,pid=1234"). o points
+ * into c and labels (LH_MAX_LABELS places).
+ */
+void lh_om_for(const struct lh_common_opts *c, const struct lh_meta *m, bool strict,
+	       struct lh_om_opts *o, struct lh_label labels[LH_MAX_LABELS]);
+
+/*
+ * An explicit --buckets list against slot scheme s: 0, or -EINVAL after a
+ * one-line usage error naming the first bound that is not a slot bound and
+ * the two around it.
+ */
+int lh_buckets_usable(const struct lh_common_opts *c, const struct lh_scheme *s,
+		      const char *tool);
 
 /* "tp_btf", "raw_tp" (the names --attach takes and meta.attach holds); "auto". */
 const char *lh_attach_name(enum lh_attach_mode t);

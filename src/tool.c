@@ -40,8 +40,13 @@ static char *render(const struct lh_report *r, const struct lh_common_opts *o, s
 		return NULL;
 	if (o->format == LH_FMT_CSV)	/* one header on stdout; each file has its own */
 		lh_render_csv(f, r, o->output || r->meta.interval_index <= 1);
-	else if (o->format == LH_FMT_OPENMETRICS || o->format == LH_FMT_PROMETHEUS)
-		lh_render_openmetrics(f, r, o->format == LH_FMT_OPENMETRICS);
+	else if (o->format == LH_FMT_OPENMETRICS || o->format == LH_FMT_PROMETHEUS) {
+		struct lh_label labels[LH_MAX_LABELS];
+		struct lh_om_opts om;
+
+		lh_om_for(o, &r->meta, o->format == LH_FMT_OPENMETRICS, &om, labels);
+		lh_render_openmetrics(f, r, &om);
+	}
 	else
 		lh_render_text(f, r);
 	if (fclose(f)) {

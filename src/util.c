@@ -53,6 +53,36 @@ int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns)
 	return -EINVAL;
 }
 
+const char *lh_duration_str(uint64_t ns, char *buf, size_t len)
+{
+	static const struct { const char *name; uint64_t ns; } units[] = {
+		{ "s", 1000000000ULL }, { "ms", 1000000ULL }, { "us", 1000ULL }, { "ns", 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (ns % units[i].ns == 0 && ns >= units[i].ns)
+			break;
+	if (i < sizeof(units) / sizeof(units[0]) || !ns) {
+		i = ns ? i : 3;
+		snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].name);
+		return buf;
+	}
+	for (i = 0; units[i].ns > ns; i++)
+		;
+	{
+		char frac[24];
+		int n = snprintf(frac, sizeof(frac), "%0*llu", i == 0 ? 9 : i == 1 ? 6 : 3,
+				 (unsigned long long)(ns % units[i].ns));
+
+		while (n > 0 && frac[n - 1] == '0')
+			frac[--n] = 0;
+		snprintf(buf, len, "%llu.%s%s", (unsigned long long)(ns / units[i].ns), frac,
+			 units[i].name);
+	}
+	return buf;
+}
+
 int lh_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *v)
 {
 	unsigned long long x;

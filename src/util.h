@@ -16,6 +16,11 @@
  */
 int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns);
 
+/* ns as a duration lh_parse_duration reads back: in the largest of s, ms,
+ * us, ns that it is a whole number of ("256us", "2s"), else in the largest
+ * unit below it with decimals ("1.048576s"); into buf (len bytes), returned. */
+const char *lh_duration_str(uint64_t ns, char *buf, size_t len);
+
 /* Parse an unsigned decimal in [min, max]; -EINVAL or -ERANGE. */
 int lh_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *v);
 

@@ -6,11 +6,16 @@
  *   lathist_bio_bytes_total{<key labels>}                         counter
  *   lathist_<tool>_events_total{class=...}                        counter (not losses)
  *   lathist_<tool>_losses_total{class=...}                        counter (loss classes)
+ *   lathist_<tool>_kernel_gaps_total{class,cpu}, lathist_runq_hidden_tasks (runq)
+ *   lathist_<tool>_biased                                         gauge (0/1)
  *   lathist_<tool>_info{version,kernel,clock,grouping,...} 1      gauge
  *   lathist_<tool>_duration_seconds                               gauge
+ * Every sample carries the labels of opts first (--label, lathist_run).
  * Buckets are cumulative with upper-inclusive le bounds in seconds: the slots
- * hold lo < v <= hi (include/hist_slot.h), so a slot's hi is exactly its le.
+ * hold lo < v <= hi (include/hist_slot.h), so a slot's hi is exactly its le,
+ * and leaving some bounds out leaves every other bucket exact.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +51,12 @@ static const char *seconds(char buf[32], uint64_t ns)
 }
 
 /*
- * The labels of one series without braces: name="value" first when given, then
- * the key's fields, escaped. Built once per histogram (malloc'd; NULL without
- * memory), since every bucket repeats them.
+ * The labels of one series without braces: opts' labels, then name="value"
+ * when given, then the key's fields, escaped. Built once per histogram
+ * (malloc'd; NULL without memory), since every bucket repeats them.
  */
-static char *labels(const char *lname, const char *lval, const struct lh_key *k)
+static char *labels(const struct lh_om_opts *o, const char *lname, const char *lval,
+		    const struct lh_key *k)
 {
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	int n = k ? lh_key_fields(k, kv) : 0;
@@ -61,8 +67,14 @@ static char *labels(const char *lname, const char *lval, const struct lh_key *k)
 
 	if (!f)
 		return NULL;
+	for (int i = 0; i < o->nlabels; i++) {
+		fprintf(f, "%s%s=\"", sep, o->labels[i].name);
+		label_value(f, o->labels[i].value);
+		fputc('"', f);
+		sep = ",";
+	}
 	if (lname) {
-		fprintf(f, "%s=\"", lname);
+		fprintf(f, "%s%s=\"", sep, lname);
 		label_value(f, lval);
 		fputc('"', f);
 		sep = ",";
@@ -80,20 +92,51 @@ static char *labels(const char *lname, const char *lval, const struct lh_key *k)
 	return buf;
 }
 
-static void hist_series(FILE *f, const char *family, const char *lname, const struct lh_hist *h,
-			const struct lh_meta *m)
+/* Is slot bound b (ns) one of the buckets o asks for? top is the first bound
+ * at or over o->le_max_ns (a range's last bucket). */
+static bool wanted(const struct lh_om_opts *o, uint64_t b, uint64_t top)
 {
-	uint64_t cum = 0, u = m->scheme.unit_ns;
-	char *l = labels(lname, lname ? h->name : NULL, &h->key), sec[32];
+	if (o->nle) {
+		for (size_t i = 0; i < o->nle; i++)
+			if (o->le_ns[i] == b)
+				return true;
+		return false;
+	}
+	if (!o->le_min_ns && !o->le_max_ns)
+		return true;
+	return b >= o->le_min_ns && b <= top;
+}
+
+/* The first slot bound (ns) at or over max_ns; UINT64_MAX when none is. */
+static uint64_t top_bound(const struct lh_scheme *sc, uint32_t nslots, uint64_t max_ns)
+{
+	for (uint32_t s = 0; s + 1 < nslots; s++) {
+		uint64_t b = lh_slot_hi(s, sc->precision) * sc->unit_ns;
+
+		if (b >= max_ns)
+			return b;
+	}
+	return UINT64_MAX;
+}
+
+static void hist_series(FILE *f, const char *family, const char *lname, const struct lh_hist *h,
+			const struct lh_meta *m, const struct lh_om_opts *o)
+{
+	uint64_t cum = 0, u = m->scheme.unit_ns, top = top_bound(&m->scheme, h->nslots,
+								  o->le_max_ns);
+	char *l = labels(o, lname, lname ? h->name : NULL, &h->key), sec[32];
 	const char *sep;
 
 	if (!l)
 		return;
 	sep = *l ? "," : "";
 	for (uint32_t s = 0; s + 1 < h->nslots; s++) {
+		uint64_t b = lh_slot_hi(s, m->scheme.precision) * u;
+
 		cum += h->slots[s];
-		fprintf(f, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", family, l, sep,
-			seconds(sec, lh_slot_hi(s, m->scheme.precision) * u), cum);
+		if (wanted(o, b, top))
+			fprintf(f, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", family, l, sep,
+				seconds(sec, b), cum);
 	}
 	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", family, l, sep, h->count);
 	fprintf(f, "%s_sum{%s} %s\n", family, l, seconds(sec, h->sum_ns));
@@ -117,11 +160,53 @@ static void family(FILE *f, bool strict, const char *name, const char *type, con
 		fprintf(f, "# UNIT %s %s\n", fam, unit);
 }
 
-void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
+int lh_buckets_check(const struct lh_om_opts *o, const struct lh_scheme *sc, uint64_t *bad,
+		     uint64_t *below, uint64_t *above)
+{
+	uint32_t nslots = lh_nslots(sc);
+
+	for (size_t i = 0; i < o->nle; i++) {
+		uint64_t lo = 0, hi = 0;
+		bool found = false;
+
+		for (uint32_t s = 0; s + 1 < nslots && !found; s++) {
+			uint64_t b = lh_slot_hi(s, sc->precision) * sc->unit_ns;
+
+			if (b == o->le_ns[i])
+				found = true;
+			else if (b < o->le_ns[i])
+				lo = b;
+			else if (!hi)
+				hi = b;
+		}
+		if (!found) {
+			*bad = o->le_ns[i];
+			*below = lo;
+			*above = hi;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* name{<opts' labels>[,<more>]}, or name alone when neither has any: the samples
+ * with no key of their own (a value follows) */
+static void plain(FILE *f, const struct lh_om_opts *o, const char *name, const char *more)
+{
+	char *l = labels(o, NULL, NULL, NULL);
+	bool any = (l && *l) || (more && *more);
+
+	fprintf(f, "%s%s%s%s%s%s", name, any ? "{" : "", l ? l : "",
+		l && *l && more && *more ? "," : "", more ? more : "", any ? "}" : "");
+	free(l);
+}
+
+void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_om_opts *o)
 {
 	const struct lh_meta *m = &r->meta;
 	const struct lh_tool_desc *t = lh_tool_find(m->tool);
-	char name[96], oncpu[96], sec[32];
+	bool strict = o->strict;
+	char name[96], oncpu[96], sec[32], more[96];
 
 	if (!t)		/* meta.tool comes from the registry (or a reader that checked it) */
 		return;
@@ -130,20 +215,20 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 	family(f, strict, name, "histogram", "seconds", t->om_help);
 	for (size_t i = 0; i < r->nhists; i++)
 		if (strcmp(r->hists[i].name, "oncpu"))
-			hist_series(f, name, t->om_label, &r->hists[i], m);
+			hist_series(f, name, t->om_label, &r->hists[i], m, o);
 	if (m->features & LH_FEAT_ONCPU) {
 		family(f, strict, oncpu, "histogram", "seconds",
 		       "On-CPU slices, switch-in to switch-out.");
 		for (size_t i = 0; i < r->nhists; i++)
 			if (!strcmp(r->hists[i].name, "oncpu"))
-				hist_series(f, oncpu, NULL, &r->hists[i], m);
+				hist_series(f, oncpu, NULL, &r->hists[i], m, o);
 	}
 	if (m->has_bytes && t->bytes_hist) {
 		snprintf(name, sizeof(name), "lathist_%s_bytes_total", m->tool);
 		family(f, strict, name, "counter", NULL, t->bytes_help);
 		for (size_t i = 0; i < r->nhists; i++)
 			if (!strcmp(r->hists[i].name, t->bytes_hist)) {
-				char *l = labels(NULL, NULL, &r->hists[i].key);
+				char *l = labels(o, NULL, NULL, &r->hists[i].key);
 
 				fprintf(f, "%s{%s} %" PRIu64 "\n", name, l ? l : "", r->hists[i].bytes);
 				free(l);
@@ -162,7 +247,9 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 			if (ci->loss != (bool)loss || ci->gap || !(ci->tools & m->tool_bit) ||
 			    (ci->needs & ~m->features))
 				continue;
-			fprintf(f, "%s{class=\"%s\"} %" PRIu64 "\n", name, ci->name, r->counters[i]);
+			snprintf(more, sizeof(more), "class=\"%s\"", ci->name);
+			plain(f, o, name, more);
+			fprintf(f, " %" PRIu64 "\n", r->counters[i]);
 		}
 	}
 	if (lh_counter_info(LH_GAP_MISSED_SWITCH)->tools & m->tool_bit) {
@@ -170,20 +257,36 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 		family(f, strict, name, "counter", NULL,
 		       "What the kernel did with no event, per CPU: missed_switch, context "
 		       "switches with no sched_switch event (their waits are in the losses).");
-		for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++)
-			fprintf(f, "%s{class=\"missed_switch\",cpu=\"%u\"} %" PRIu64 "\n", name, cpu,
-				r->gap_cpu[cpu]);
+		for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++) {
+			snprintf(more, sizeof(more), "class=\"missed_switch\",cpu=\"%u\"", cpu);
+			plain(f, o, name, more);
+			fprintf(f, " %" PRIu64 "\n", r->gap_cpu[cpu]);
+		}
 		snprintf(name, sizeof(name), "lathist_%s_hidden_tasks", m->tool);
 		family(f, strict, name, "gauge", NULL, "Traced tasks the kernel's task iterator "
 		       "did not show at the end of the run (their last waits are not counted).");
-		fprintf(f, "%s %" PRIu64 "\n", name, r->counters[LH_GAP_HIDDEN_TASKS]);
+		plain(f, o, name, NULL);
+		fprintf(f, " %" PRIu64 "\n", r->counters[LH_GAP_HIDDEN_TASKS]);
 	}
+	snprintf(name, sizeof(name), "lathist_%s_biased", m->tool);
+	family(f, strict, name, "gauge", NULL, "1 when any loss class is non-zero: losses "
+	       "cluster in bursts and expensive events, so the histograms may be biased "
+	       "(the tail most likely under-reported); counts are never rescaled.");
+	plain(f, o, name, NULL);
+	fprintf(f, " %d\n", lh_counters_lost(r->counters) ? 1 : 0);
 	snprintf(name, sizeof(name), "lathist_%s_duration_seconds", m->tool);
 	family(f, strict, name, "gauge", "seconds", "Time this aggregate covers.");
-	fprintf(f, "%s %s\n", name, seconds(sec, m->duration_ns));
+	plain(f, o, name, NULL);
+	fprintf(f, " %s\n", seconds(sec, m->duration_ns));
 	snprintf(name, sizeof(name), "lathist_%s_info", m->tool);
 	family(f, strict, name, "gauge", NULL, "Measurement metadata (value always 1).");
-	fprintf(f, "%s{version=\"%s\",kernel=\"", name, LATHIST_VERSION);	/* no per-interval label */
+	{
+		char *l = labels(o, NULL, NULL, NULL);
+
+		fprintf(f, "%s{%s%sversion=\"%s\",kernel=\"", name, l ? l : "", l && *l ? "," : "",
+			LATHIST_VERSION);	/* no per-interval label */
+		free(l);
+	}
 	label_value(f, m->kernel);
 	fprintf(f, "\",clock=\"%s\",grouping=\"%s\",unit=\"%s\",precision=\"%u\"", m->clock,
 		m->grouping, m->unit, m->scheme.precision);
@@ -195,6 +298,6 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict)
 		fputc('"', f);
 	}
 	fputs("} 1\n", f);
-	if (strict)
+	if (strict && !o->no_eof)
 		fputs("# EOF\n", f);
 }

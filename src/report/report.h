@@ -286,15 +286,48 @@ char *lh_render_json(const struct lh_report *r, bool compact);
  */
 void lh_render_csv(FILE *f, const struct lh_report *r, bool with_header);
 
+/* A label on every sample of an exposition (--label, and lathist_run). */
+struct lh_label {
+	char name[64];
+	char value[256];
+};
+#define LH_MAX_LABELS 9		/* --label 8 times, and lathist_run */
+#define LH_MAX_LE 64		/* an explicit --buckets list */
+
+/* How an exposition is written (lh_render_openmetrics). */
+struct lh_om_opts {
+	bool strict;			/* OpenMetrics 1.0; else the Prometheus text format 0.0.4 */
+	bool no_eof;			/* strict, but leave out the closing "# EOF" (lathist serve
+					 * writes several tools' families, then one # EOF) */
+	/* the buckets: every slot bound b with le_min_ns <= b up to the first bound at
+	 * or over le_max_ns (both 0: every bound); or, when nle, exactly le_ns[0..nle)
+	 * (ascending, each a slot bound: lh_buckets_check). +Inf always. */
+	uint64_t le_min_ns, le_max_ns;
+	const uint64_t *le_ns;
+	size_t nle;
+	const struct lh_label *labels;	/* on every sample, before lathist's own */
+	int nlabels;
+};
+
 /*
  * Metrics exposition: histograms with cumulative, upper-inclusive le buckets
- * in seconds, _sum, _count; counters as _total; an _info gauge with the
- * metadata. strict: OpenMetrics 1.0 (counter families named without _total,
- * # UNIT, ends with # EOF); else the Prometheus text format 0.0.4 that
- * node_exporter's textfile collector and promtool read (families named as
- * their samples, no # UNIT or # EOF).
+ * in seconds (the slot bounds o selects; a value past the last still counts in
+ * +Inf, _sum and _count), _sum, _count; counters as _total; gauges for the
+ * bias flag, the duration and the metadata (_info). o->strict: OpenMetrics 1.0
+ * (counter families named without _total, # UNIT, ends with # EOF unless
+ * o->no_eof); else the Prometheus text format 0.0.4 that node_exporter's
+ * textfile collector and promtool read (families named as their samples, no
+ * # UNIT or # EOF). A key of LH_KEY_OTHER shows each of its fields as "other".
  */
-void lh_render_openmetrics(FILE *f, const struct lh_report *r, bool strict);
+void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_om_opts *o);
+
+/*
+ * Is every bound of an explicit bucket list (o->le_ns) a slot bound of
+ * scheme s? 0, or -EINVAL with the first that is not in *bad and the slot
+ * bounds around it in *below and *above (ns; 0 when none).
+ */
+int lh_buckets_check(const struct lh_om_opts *o, const struct lh_scheme *s, uint64_t *bad,
+		     uint64_t *below, uint64_t *above);
 
 /*
  * Render a JSON object as one line ending in '\n' into buf and release the

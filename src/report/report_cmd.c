@@ -35,6 +35,8 @@ static const char report_help[] =
 	"intervals), and print the result; - reads standard input.\n"
 	"  -f, --format FMT       text (default), json, csv, openmetrics or prometheus\n"
 	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
+	"      --buckets SPEC     metrics: the le buckets, MIN..MAX (default 1us..1m) or bounds\n"
+	"      --label NAME=VALUE metrics: a label on every series (repeatable)\n"
 	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency slot\n"
 	"                         y, colour = count): needs interval documents (-i)\n"
 	"      --heatmap-hist NAME  which histogram to draw (default: the first, e.g. wakeup)\n"
@@ -1150,8 +1152,13 @@ int lh_report_parse_buffer(const char *buf, size_t len)
 		lh_report_sort(&m.r);
 		lh_render_text(devnull, &m.r);
 		lh_render_csv(devnull, &m.r, true);
-		lh_render_openmetrics(devnull, &m.r, true);
-		lh_render_openmetrics(devnull, &m.r, false);
+		struct lh_om_opts om = { .strict = true };
+
+		lh_render_openmetrics(devnull, &m.r, &om);
+		om.strict = false;
+		om.le_min_ns = 1000;	/* a range too, as the default is */
+		om.le_max_ns = 60000000000ULL;
+		lh_render_openmetrics(devnull, &m.r, &om);
 		free(lh_render_json(&m.r, false));
 	}
 	if (devnull)
@@ -1177,6 +1184,8 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		{ "heatmap", required_argument, NULL, OPT_HEATMAP },
 		{ "heatmap-hist", required_argument, NULL, OPT_HEATMAP_HIST },
 		{ "anonymize", no_argument, NULL, OPT_ANONYMIZE },
+		{ "buckets", required_argument, NULL, LH_OPT_BUCKETS },
+		{ "label", required_argument, NULL, LH_OPT_LABEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1190,6 +1199,8 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		switch (opt) {
 		case 'f':
 		case 'o':
+		case LH_OPT_BUCKETS:
+		case LH_OPT_LABEL:
 			if (lh_common_opt(&o->c, opt, optarg, TOOL) < 0)
 				return LH_EXIT_USAGE;
 			break;
@@ -1221,6 +1232,12 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 	}
 	if (o->heat_hist && !o->heatmap) {
 		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
+		return LH_EXIT_USAGE;
+	}
+	if ((o->c.buckets_set || o->c.nlabels) && o->c.format != LH_FMT_OPENMETRICS &&
+	    o->c.format != LH_FMT_PROMETHEUS) {
+		lh_usage_error(TOOL, "%s is for metrics: it needs -f openmetrics or -f prometheus",
+			       o->c.buckets_set ? "--buckets" : "--label");
 		return LH_EXIT_USAGE;
 	}
 	return 0;
@@ -1301,6 +1318,10 @@ int report_main(int argc, char **argv)
 			rc = LH_EXIT_USAGE;
 			goto out;
 		}
+	}
+	if (c.nle && lh_buckets_usable(&c, &m.r.meta.scheme, TOOL)) {	/* the inputs' scheme */
+		rc = LH_EXIT_USAGE;
+		goto out;
 	}
 	if (heatmap && heat_concurrent(&m)) {
 		rc = LH_EXIT_RUNTIME;

@@ -514,6 +514,16 @@ BAD = [
     (["--precision", "1", "--precision", "2"], 2, "--precision given twice"),
     (["--slower-than", "1ms", "--events", ""], 2, "--events '': empty"),
     (["-i", "1", "--series", ""], 2, "--series '': empty"),
+    (["--buckets", "1us..1m"], 2, "needs -f openmetrics"),
+    (["-f", "prometheus", "--buckets", "1m..1us"], 2, "not a range"),
+    (["-f", "prometheus", "--buckets", "4ms,1ms"], 2, "not a list of bounds"),
+    (["-f", "prometheus", "--buckets", "1ms"], 2, "1ms is not a bound of the histogram slots"),
+    (["-f", "prometheus", "--buckets", "1us..1m", "--buckets", "1ms..1s"], 2, "given twice"),
+    (["-f", "openmetrics", "--label", "le=1"], 2, "le is a label lathist sets"),
+    (["-f", "openmetrics", "--label", "9x=1"], 2, "give NAME=VALUE"),
+    (["-f", "openmetrics", "--label", "novalue"], 2, "give NAME=VALUE"),
+    (["-f", "openmetrics", "--label", "a=1", "--label", "a=2"], 2, "a given twice"),
+    (["--label", "a=1"], 2, "--label is for metrics"),
 ]
 
 

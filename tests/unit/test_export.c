@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Exports: OpenMetrics buckets at exact bounds (case C9), CSV quoting. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -49,7 +50,7 @@ static char *render(const struct lh_report *r, bool csv)
 	if (csv)
 		lh_render_csv(f, r, true);
 	else
-		lh_render_openmetrics(f, r, true);
+		lh_render_openmetrics(f, r, &(struct lh_om_opts){ .strict = true });
 	fclose(f);
 	return buf;
 }
@@ -85,6 +86,71 @@ static void test_c9_bound_is_upper_inclusive(void **state)
 		assert_true(prev == 5);
 	}
 	assert_non_null(strstr(om, "\n# EOF\n"));
+	free(om);
+	lh_report_clear(&r);
+}
+
+/* --buckets: a range keeps the bounds from its MIN to the first at or over its MAX; a value
+ * past the last bucket is still in +Inf, _sum and _count; a list keeps exactly its bounds;
+ * labels come first on every sample, an "other" key shows "other" in each field. */
+static void test_buckets_and_labels(void **state)
+{
+	uint64_t ns[] = { 500, 3000, 120000000000ULL };	/* 0.5 us, 3 us, 2 minutes */
+	struct lh_label l = { "env", "prod" };
+	struct lh_om_opts o = { .le_min_ns = 1000, .le_max_ns = 60000000000ULL, .labels = &l,
+				.nlabels = 1 };
+	uint64_t list[] = { 2048000, 4096000 };
+	struct lh_key other = { .fields = LH_KEY_PID | LH_KEY_COMM | LH_KEY_OTHER };
+	struct lh_report r;
+	char *om = NULL;
+	size_t len = 0;
+	FILE *f;
+	(void)state;
+	make_report(&r, ns, 3, NULL);
+	f = open_memstream(&om, &len);
+	lh_render_openmetrics(f, &r, &o);
+	fclose(f);
+	/* below the first bound kept: in it (cumulative) */
+	assert_non_null(strstr(om, "_bucket{env=\"prod\",kind=\"wakeup\",le=\"0.000001\"} 1\n"));
+	assert_null(strstr(om, "le=\"0.0000005"));
+	/* the first bound at or over a minute is 2^26 us; nothing past it */
+	assert_non_null(strstr(om, "le=\"67.108864\"} 2\n"));
+	assert_null(strstr(om, "le=\"134.217728\""));
+	assert_non_null(strstr(om, "le=\"+Inf\"} 3\n"));
+	assert_non_null(strstr(om, "_count{env=\"prod\",kind=\"wakeup\"} 3\n"));
+	assert_non_null(strstr(om, "_sum{env=\"prod\",kind=\"wakeup\"} 120.0000035\n"));
+	assert_non_null(strstr(om, "lathist_runq_biased{env=\"prod\"} 0\n"));
+	free(om);
+	om = NULL;
+	o.nle = 2;
+	o.le_ns = list;
+	f = open_memstream(&om, &len);
+	lh_render_openmetrics(f, &r, &o);
+	fclose(f);
+	{
+		size_t n = 0;
+
+		for (char *p = om; (p = strstr(p, "_bucket{")); p++)
+			n++;
+		assert_int_equal(n, 3);		/* 2048 us, 4096 us, +Inf */
+	}
+	assert_non_null(strstr(om, "le=\"0.002048\"} 2\n"));
+	free(om);
+	lh_report_clear(&r);
+	{
+		uint64_t bad, below, above, b300[] = { 300000 };
+		struct lh_scheme sc = { .precision = 0, .unit_ns = 1000 };
+		struct lh_om_opts x = { .le_ns = b300, .nle = 1 };
+
+		assert_int_equal(lh_buckets_check(&x, &sc, &bad, &below, &above), -EINVAL);
+		assert_true(bad == 300000 && below == 256000 && above == 512000);
+		x.le_ns = list;
+		x.nle = 2;
+		assert_int_equal(lh_buckets_check(&x, &sc, &bad, &below, &above), 0);
+	}
+	make_report(&r, ns, 1, &other);
+	om = render(&r, false);
+	assert_non_null(strstr(om, "{kind=\"wakeup\",pid=\"other\",comm=\"other\",start_ns=\"other\",le="));
 	free(om);
 	lh_report_clear(&r);
 }
@@ -194,6 +260,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_c9_bound_is_upper_inclusive),
+		cmocka_unit_test(test_buckets_and_labels),
 		cmocka_unit_test(test_label_and_csv_escaping),
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
