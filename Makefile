@@ -26,7 +26,7 @@ TOOLS := runq bio
 # renderers; src/tools/: one loader per tool
 CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c pmu.c cgroup.c \
 	doctor.c
-REPORT_SRCS := hist.c report.c render_text.c render_json.c render_csv.c render_openmetrics.c \
+REPORT_SRCS := hist.c report.c fold.c render_text.c render_json.c render_csv.c render_openmetrics.c \
 	report_cmd.c heatmap.c anonymize.c
 LIB_SRCS := $(addprefix src/,$(CORE_SRCS)) $(addprefix src/report/,$(REPORT_SRCS))
 TOOL_SRCS := $(addprefix src/tools/,$(addsuffix .c,$(TOOLS)))
@@ -89,7 +89,7 @@ run: deps
 	./lathist runq -d 5
 
 # ---- tests ----
-UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export
+UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export test_fold
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
 WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth \
 	$(OUT)/tests/runq_synth \

@@ -454,32 +454,43 @@ void lh_report_index_reset(struct lh_report *r)
 	r->index_n = 0;
 }
 
-/* FNV-1a over the name and the key's bytes (keys are zero-initialised, padding too). */
-static size_t hist_hash(const char *name, const struct lh_key *key)
+/* FNV-1a from h over n bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
-	struct lh_key k = *key;
-	const unsigned char *p = (const unsigned char *)&k;
-	uint64_t h = 14695981039346656037ULL;
-
-	if (task_key(&k))
-		memset(k.comm, 0, sizeof(k.comm));
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
-	for (size_t i = 0; i < sizeof(*key); i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
-	return (size_t)h;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+	return h;
 }
 
-static bool hist_is(const struct lh_hist *h, const char *name, const struct lh_key *key)
+uint64_t lh_key_hash(const struct lh_key *key)
 {
-	struct lh_key a = h->key, b = *key;
+	struct lh_key k = *key;
+
+	if (task_key(&k))	/* a task's name is a label, not its identity */
+		memset(k.comm, 0, sizeof(k.comm));
+	return fnv(14695981039346656037ULL, &k, sizeof(k));
+}
+
+bool lh_key_same(const struct lh_key *x, const struct lh_key *y)
+{
+	struct lh_key a = *x, b = *y;
 
 	if (task_key(&a)) {
 		memset(a.comm, 0, sizeof(a.comm));
 		memset(b.comm, 0, sizeof(b.comm));
 	}
-	return !strcmp(h->name, name) && !memcmp(&a, &b, sizeof(a));
+	return !memcmp(&a, &b, sizeof(a));
+}
+
+/* FNV-1a over the name and the key's bytes (keys are zero-initialised, padding too). */
+static size_t hist_hash(const char *name, const struct lh_key *key)
+{
+	return (size_t)fnv(lh_key_hash(key), name, strlen(name));
+}
+
+static bool hist_is(const struct lh_hist *h, const char *name, const struct lh_key *key)
+{
+	return !strcmp(h->name, name) && lh_key_same(&h->key, key);
 }
 
 /* Put hists[i] in the table (which has a free slot: it is kept at most half full). */

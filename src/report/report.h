@@ -181,6 +181,12 @@ struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
  */
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src);
 
+/* A key's hash and equality as histograms are matched: a task's (pid, tid,
+ * start time) is its identity, its name only a label. Keys are zero-initialised,
+ * padding too. */
+uint64_t lh_key_hash(const struct lh_key *k);
+bool lh_key_same(const struct lh_key *a, const struct lh_key *b);
+
 /* Forget lh_report_find_hist's table: call after reordering hists or changing keys. */
 void lh_report_index_reset(struct lh_report *r);
 
