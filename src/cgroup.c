@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +30,8 @@
 
 static char mnt[PATH_MAX];
 static int mnt_fd = -1;
+/* mnt, mnt_fd and the walk's context, for lathist serve's tools at once */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The cgroup2 mount, opened once; -errno when there is none. */
 static int cgroup2_fd(void)
@@ -112,11 +115,14 @@ static int scan_one(const char *path, const struct stat *st, int type, struct FT
 
 int lh_cgroup_scan(void)
 {
-	int err = cgroup2_fd();
+	int err;
 
-	if (err < 0)
-		return err;
-	return nftw(mnt, scan_one, 16, FTW_PHYS | FTW_MOUNT) ? -errno : 0;
+	pthread_mutex_lock(&lock);
+	err = cgroup2_fd();
+	if (err >= 0)
+		err = nftw(mnt, scan_one, 16, FTW_PHYS | FTW_MOUNT) ? -errno : 0;
+	pthread_mutex_unlock(&lock);
+	return err;
 }
 
 /* The path BPF kept when the cgroup was made ("/a/b": within the hierarchy). */
@@ -131,14 +137,41 @@ static int by_map(uint64_t id, int paths_fd, char *out, size_t len)
 	return 0;
 }
 
+static const char *name_locked(uint64_t id, int paths_fd);
+
 const char *lh_cgroup_name(uint64_t id, int paths_fd)
 {
-	const char *known = lh_cgroup_lookup(id);
-	char path[PATH_MAX] = "";
-	int err;
+	const char *known = lh_cgroup_lookup(id), *p;
 
 	if (known)	/* resolved once: ids are not reused */
 		return known;
+	pthread_mutex_lock(&lock);
+	p = name_locked(id, paths_fd);
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+bool lh_cgroup_alive(uint64_t id)
+{
+	char path[PATH_MAX];
+	int err;
+
+	pthread_mutex_lock(&lock);
+	err = cgroup2_fd();
+	if (err >= 0) {
+		err = by_handle(id, path, sizeof(path));
+		if (err && err != -ESTALE && err != -ENOENT)
+			err = by_walk(id, path, sizeof(path));
+	}
+	pthread_mutex_unlock(&lock);
+	return !err;
+}
+
+static const char *name_locked(uint64_t id, int paths_fd)
+{
+	char path[PATH_MAX] = "";
+	int err;
+
 	err = cgroup2_fd();
 	if (err >= 0) {
 		err = by_handle(id, path, sizeof(path));

@@ -3,6 +3,7 @@
 #ifndef LATHIST_CGROUP_H
 #define LATHIST_CGROUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -13,6 +14,9 @@
  * "(gone)". NULL without memory.
  */
 const char *lh_cgroup_name(uint64_t id, int paths_fd);
+
+/* Does a cgroup v2 with this id exist now? */
+bool lh_cgroup_alive(uint64_t id);
 
 /* Intern every cgroup v2 there is now (a walk of the cgroup2 mount), so that
  * one removed later is still named. 0 or -errno (no cgroup2 mount: -ENOENT). */

@@ -34,27 +34,40 @@ void lh_meta_add_filter(struct lh_meta *m, const char *name, bool numeric, const
 
 static volatile sig_atomic_t exiting;
 
+__thread struct lh_sink *lh_session_sink;
+
 static void on_signal(int sig)
 {
 	(void)sig;
 	exiting = 1;
 }
 
-void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
-		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping)
+void lh_session_signals(void)
 {
 	/* SA_RESTART: a write blocked on a full pipe when Ctrl-C comes goes on (it
 	 * failed with EINTR); the waits (clock_nanosleep, epoll_wait) still return.
 	 * SA_RESETHAND: a second Ctrl-C ends lathist at once (a reader that never
 	 * reads would otherwise hold it) */
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART | SA_RESETHAND };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+bool lh_session_exiting(void)
+{
+	return exiting;
+}
+
+void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const char *tool,
+		     const struct lh_hist_kind *kinds, int nkinds, const char *grouping)
+{
 	struct lh_meta *m = &s->report.meta;
 	struct utsname u;
 
 	/* from here on Ctrl-C ends the run cleanly: during loading it ends right after
 	 * attaching, with an (empty) final report */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	lh_session_signals();
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->ncpus = libbpf_num_possible_cpus();
@@ -190,7 +203,9 @@ void lh_session_attached(struct lh_session *s, const char *what)
 	s->prog_misses = prog_misses(s);	/* what tracing counts starts here */
 	if (s->sweep)
 		s->sweep(s, false);
-	if (s->c->duration_ns)
+	if (lh_session_sink)
+		lh_session_sink->attached(lh_session_sink, s);
+	else if (s->c->duration_ns)
 		fprintf(stderr, "Tracing %s for %.3g s... Hit Ctrl-C to end sooner.\n", what,
 			(double)s->c->duration_ns / 1e9);
 	else
@@ -410,7 +425,11 @@ int lh_session_run(struct lh_session *s)
 		s->report.meta.duration_ns = now - begin;
 		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
 		/* a failed write is reported and tracing goes on; any makes the exit 1 */
-		if (metrics_cumulative(c)) {
+		if (lh_session_sink) {
+			err = lh_session_sink->interval(lh_session_sink, s);
+			if (err)
+				return err;
+		} else if (metrics_cumulative(c)) {
 			/* Prometheus counters and histograms never go down: since the start */
 			err = lh_report_accumulate(&s->cum, &s->report);
 			s->cum.meta = s->report.meta;

@@ -50,6 +50,24 @@ struct lh_session {
 	uint64_t prog_misses;		/* the programs' recursion_misses at the last read */
 };
 
+/*
+ * Where a session's intervals go instead of its outputs (lathist serve): set
+ * in the thread that runs a tool's main, before it runs.
+ */
+struct lh_sink {
+	/* once every program is attached, tracing, before the first interval */
+	void (*attached)(struct lh_sink *k, struct lh_session *s);
+	/* each interval's aggregate (s->report), in place of the outputs; 0 or a
+	 * negative errno, which ends the run */
+	int (*interval)(struct lh_sink *k, struct lh_session *s);
+};
+extern __thread struct lh_sink *lh_session_sink;
+
+/* Install the SIGINT/SIGTERM handlers that end every session cleanly (done by
+ * lh_session_init too); lh_session_exiting() says when one came. */
+void lh_session_signals(void);
+bool lh_session_exiting(void);
+
 /* -p names the process that had the pid when tracing began: its start time
  * (lathist.bpf.h lh_born_at), so that a pid reused later is not traced. */
 #define LH_SET_BIRTH_FILTER(rodata, c)                             \

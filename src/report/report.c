@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -400,12 +401,32 @@ static size_t cgroup_slot(uint64_t id, size_t cap)
 	return j;
 }
 
+/* lathist serve reads several tools' maps at once */
+static pthread_mutex_t cgroups_lock = PTHREAD_MUTEX_INITIALIZER;
+
 const char *lh_cgroup_lookup(uint64_t id)
 {
-	return cgroups.cap ? cgroups.paths[cgroup_slot(id, cgroups.cap)] : NULL;
+	const char *p;
+
+	pthread_mutex_lock(&cgroups_lock);
+	p = cgroups.cap ? cgroups.paths[cgroup_slot(id, cgroups.cap)] : NULL;
+	pthread_mutex_unlock(&cgroups_lock);
+	return p;
 }
 
+static const char *cgroup_intern_locked(uint64_t id, const char *path);
+
 const char *lh_cgroup_intern(uint64_t id, const char *path)
+{
+	const char *p;
+
+	pthread_mutex_lock(&cgroups_lock);
+	p = cgroup_intern_locked(id, path);
+	pthread_mutex_unlock(&cgroups_lock);
+	return p;
+}
+
+static const char *cgroup_intern_locked(uint64_t id, const char *path)
 {
 	size_t j, len;
 	char *p;
