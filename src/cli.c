@@ -176,6 +176,16 @@ int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 			return -EMEDIUMTYPE;
 		snprintf(resolved, len, "%s/%s", mnt, path);
 	}
+	{
+		/* recorded as the folder it is: a symlink, .. or a trailing / would name
+		 * one cgroup two ways (or another one: nctest/..) */
+		char *real = realpath(resolved, NULL);
+
+		if (!real)
+			return -errno;
+		snprintf(resolved, len, "%s", real);
+		free(real);
+	}
 	if (stat(resolved, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
@@ -520,14 +530,23 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			lh_usage_error(tool, "-d '%s': too long; give at most 10000000 seconds", arg);
 			return -EINVAL;
 		}
-		if (err || o->duration_ns < 1000000) {
+		if (!err && o->duration_ns < 1000000) {
+			lh_usage_error(tool, "-d '%s': too short; give at least 1ms", arg);
+			return -EINVAL;
+		}
+		if (err) {
 			lh_usage_error(tool, "-d '%s': not a duration; give seconds (at least 0.001), "
 				       "e.g. 5 or 0.5 or 250ms or 10m", arg);
 			return -EINVAL;
 		}
 		return 0;
 	case 'i':
-		if (lh_parse_duration(arg, false, &o->interval_ns) || o->interval_ns < 10000000) {
+		err = lh_parse_duration(arg, false, &o->interval_ns);
+		if (err == -ERANGE || (!err && o->interval_ns > 10000000ULL * 1000000000ULL)) {
+			lh_usage_error(tool, "-i '%s': too long; give at most 10000000 seconds", arg);
+			return -EINVAL;
+		}
+		if (err || o->interval_ns < 10000000) {
 			lh_usage_error(tool, "-i '%s': not an interval; give seconds, at least 0.01", arg);
 			return -EINVAL;
 		}

@@ -310,13 +310,17 @@ int doctor_main(int argc, char **argv)
 	};
 	struct doctor d = { .cannot = 0 };
 	struct utsname u;
-	int opt;
+	int opt, format_given = 0;
 
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
+			if (format_given++) {
+				lh_usage_error(TOOL, "-f given twice; give it once");
+				return LH_EXIT_USAGE;
+			}
 			if (!strcmp(optarg, "json")) {
 				d.json = true;
 			} else if (strcmp(optarg, "text")) {

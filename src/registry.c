@@ -20,6 +20,28 @@ const struct lh_tool_desc *lh_tool_find(const char *name)
 	return NULL;
 }
 
+unsigned int lh_tool_grouping_fields(const struct lh_tool_desc *t, const char *g)
+{
+	unsigned int fields = 0;
+
+	for (size_t i = 0; t->groupings[i]; i++) {
+		size_t n = strlen(t->groupings[i]);
+
+		for (const char *p = g; (p = strstr(p, t->groupings[i])); p += n)
+			if ((p == g || p[-1] == ',') && (!p[n] || p[n] == ','))
+				fields |= t->grouping_fields[i];
+	}
+	return fields;
+}
+
+bool lh_tool_paired_hist(const struct lh_tool_desc *t, const char *name)
+{
+	for (size_t i = 0; t->paired_hists[i]; i++)
+		if (!strcmp(t->paired_hists[i], name))
+			return true;
+	return false;
+}
+
 bool lh_tool_grouping_known(const struct lh_tool_desc *t, const char *g)
 {
 	size_t next = 0, n;

@@ -31,6 +31,9 @@ struct lh_tool_desc {
 	const char *bytes_hist;			/* the histogram whose bytes it exposes */
 	const char *bytes_help;			/* HELP of lathist_<name>_bytes_total */
 	const char *const *groupings;		/* meta.grouping values, NULL-terminated */
+	const unsigned int *grouping_fields;	/* the key fields of each (lh_key_field bits) */
+	const char *const *paired_hists;	/* the histograms whose counts add up to
+						 * loss.paired, NULL-terminated */
 	bool groupings_combine;			/* several, joined by commas in list order */
 	const char *om_label;			/* OpenMetrics label naming the histogram */
 	const char *om_help;			/* HELP of lathist_<name>_latency_seconds */
@@ -49,5 +52,11 @@ const struct lh_tool_desc *lh_tool_find(const char *name);
 /* Is g a meta.grouping tool t writes: "total", one of t->groupings, or (when
  * they combine) several of them joined by commas in list order? */
 bool lh_tool_grouping_known(const struct lh_tool_desc *t, const char *g);
+
+/* The key fields (lh_key_field bits) of a histogram of t grouped by g (known). */
+unsigned int lh_tool_grouping_fields(const struct lh_tool_desc *t, const char *g);
+
+/* Does histogram name count in t's loss.paired? */
+bool lh_tool_paired_hist(const struct lh_tool_desc *t, const char *name);
 
 #endif /* LATHIST_REGISTRY_H */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <json-c/json.h>
 #include "cli.h"
@@ -52,6 +53,8 @@ struct merge {
 	char attach_tp[LH_MAX_ATTACH][32], attach_type[LH_MAX_ATTACH][16];
 	uint64_t first_start, last_end;	/* realtime ns */
 	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
+	uint64_t doc_paired;		/* its paired histograms' counts (registry paired_hists) */
+	int oncpu_docs;			/* inputs with on-CPU slices (--oncpu) */
 	int ndocs;
 	const char *path;		/* file being read, for messages */
 	int line;			/* document number in it */
@@ -181,10 +184,22 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 		{ "cpu", LH_KEY_CPU, &key->cpu },
 	};
 	char comm[72];
+	int known = 0;
 
 	memset(key, 0, sizeof(*key));
 	if (!k)
 		return bad(m, "a histogram has no key object");
+	json_object_object_foreach(k, kname, kval) {
+		(void)kval;
+		for (int i = 0; i < LH_MAX_KEY_FIELDS; i++)
+			known += !strcmp(kname, lh_key_field_names[i]);
+	}
+	if (known != json_object_object_length(k))
+		return bad(m, "a histogram key has a field lathist does not write (it writes %s, "
+			   "%s, %s, %s, %s, %s, %s, %s, %s)", lh_key_field_names[0],
+			   lh_key_field_names[1], lh_key_field_names[2], lh_key_field_names[3],
+			   lh_key_field_names[4], lh_key_field_names[5], lh_key_field_names[6],
+			   lh_key_field_names[7], lh_key_field_names[8]);
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
 		uint64_t v;
 
@@ -323,6 +338,9 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	err = parse_key(m, get(jh, "key", json_type_object), &key);
 	if (err)
 		return err;
+	if (key.fields != lh_tool_grouping_fields(m->desc, m->grouping))
+		return bad(m, "histogram %s: its key's fields do not fit the grouping %s", name,
+			   m->grouping);
 	if (!slots)
 		return bad(m, "histogram %s: slots is missing or not a list", name);
 	if (get_u64(jh, "count", &count))
@@ -375,6 +393,8 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	tmp->sum_ns = sum;
 	tmp->max_ns = max;
 	tmp->bytes = bytes;
+	if (lh_tool_paired_hist(m->desc, name))
+		m->doc_paired += count;	/* no overflow: the slots' sum fits, and paired <= events */
 	if (!known_hist(m, name)) {
 		lh_hist_free(tmp);
 		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
@@ -734,18 +754,41 @@ static int same_kind(struct merge *m, json_object *meta, json_object *hs)
 	return 0;
 }
 
-/* meta.filters: the first document's, or "mixed" once another differs. */
-static void merge_filters(struct merge *m, json_object *meta)
+/* meta.filters: the first document's, or "mixed" once another differs; each
+ * one of those lathist writes: pid and tid numbers, the others printable text. */
+static int merge_filters(struct merge *m, json_object *meta)
 {
 	json_object *f = get(meta, "filters", json_type_object);
 	const char *fs = f ? json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN) : "";
 
+	if (f) {
+		json_object_object_foreach(f, fname, fval) {
+			bool id = !strcmp(fname, "pid") || !strcmp(fname, "tid");
+			bool text = !strcmp(fname, "cpus") || !strcmp(fname, "cgroup") ||
+				    !strcmp(fname, "disk") || !strcmp(fname, "mixed");
+			const char *v = json_object_get_string(fval);
+			uint64_t n;
+
+			if (id && (get_u64(f, fname, &n) || !n || n > UINT32_MAX))
+				return bad(m, "meta.filters.%s is not a number from 1 to 2^32-1",
+					   fname);
+			if (!id && (!text || !json_object_is_type(fval, json_type_string) ||
+				    strlen(v) >= sizeof(((struct lh_filter *)0)->value)))
+				return bad(m, "meta.filters.%s is not a filter lathist writes (pid, "
+					   "tid, cpus, cgroup, disk) with its value", fname);
+			for (const char *c = v; text && *c; c++)
+				if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+					return bad(m, "meta.filters.%s has a byte that is not "
+						   "printable ASCII", fname);
+		}
+	}
 	if (m->ndocs == 0) {
 		snprintf(m->filters, sizeof(m->filters), "%s", fs);
 		m->filters_obj = f ? json_object_get(f) : NULL;
 	} else if (strcmp(fs, m->filters)) {
 		m->filters_mixed = true;
 	}
+	return 0;
 }
 
 /* meta.attach: a tracepoint attached by some inputs only, or as another type, is "mixed". */
@@ -792,6 +835,8 @@ static int merge_context(struct merge *m, json_object *meta, uint64_t start, uin
 	char host[65], k[128];
 	uint64_t ex, ncpus;
 
+	if (!an && json_object_object_get_ex(meta, "anonymized", NULL))
+		return bad(m, "meta.anonymized is not true or false");
 	if (m->ndocs == 0)
 		m->anonymized = anon;
 	else if (anon != m->anonymized)
@@ -900,8 +945,7 @@ static int add_doc(struct merge *m, json_object *doc)
 		return bad(m, "meta.start_realtime_ns is not a number of ns");
 	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
 		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
-	merge_filters(m, meta);
-	if ((err = merge_attach(m, meta)) || (err = merge_context(m, meta, start, dur)) ||
+	if ((err = merge_filters(m, meta)) || (err = merge_attach(m, meta)) || (err = merge_context(m, meta, start, dur)) ||
 	    (err = add_parts(m, meta)))
 		return err;
 	get_u64(meta, "ncpus", &ncpus);
@@ -916,11 +960,21 @@ static int add_doc(struct merge *m, json_object *doc)
 		if (lh_heatmap_column(m->heat, start, dur, lost))
 			return -ENOMEM;
 	}
+	m->doc_paired = 0;
 	for (size_t i = 0; i < json_object_array_length(hists); i++)
 		if ((err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp)))
 			return err;
 	if ((err = merge_loss(m, loss, ncpus)))
 		return err;
+	{
+		uint64_t paired = 0;
+
+		/* "paired means in a histogram" (a full map counts as hist_map_full) */
+		if (get_u64(loss, "paired", &paired) || paired != m->doc_paired)
+			return bad(m, "loss.paired %" PRIu64 " is not what its histograms count (%"
+				   PRIu64 "): every paired event is in one", paired, m->doc_paired);
+	}
+	m->oncpu_docs += json_object_object_get_ex(loss, "slices", NULL);
 	if (get(doc, "counters", json_type_array))
 		m->pmu_dropped = true;
 	if (get(doc, "records", json_type_object))
@@ -1041,9 +1095,13 @@ static int read_buffer(struct merge *m, const char *buf, size_t len)
 			enum json_tokener_error je = json_tokener_get_error(tok);
 
 			m->line++;
-			err = bad(m, "not JSON (%s at byte %zu)",
-				  je == json_tokener_continue ? "unexpected end" :
-				  json_tokener_error_desc(je), off + json_tokener_get_parse_end(tok));
+			if (je == json_tokener_success)	/* "null": JSON, but nothing */
+				err = bad(m, "a document is not a JSON object (null)");
+			else
+				err = bad(m, "not JSON at byte %zu (json-c: %s)",
+					  off + json_tokener_get_parse_end(tok),
+					  je == json_tokener_continue ? "unexpected end" :
+					  json_tokener_error_desc(je));
 			break;
 		}
 		end = json_tokener_get_parse_end(tok);
@@ -1092,41 +1150,64 @@ static int read_file(struct merge *m, const char *path)
 	return err;
 }
 
-static int by_part_start(const void *a, const void *b)
-{
-	const struct lh_part *x = a, *y = b;
-
-	return x->start_realtime_ns < y->start_realtime_ns ? -1 :
-	       x->start_realtime_ns > y->start_realtime_ns;
-}
-
 /* --heatmap draws one time line: runs that overlap in time (two hosts, two
  * runs at once) would paint over each other. True (said) when some do. */
-static bool heat_concurrent(const struct merge *m)
+/* One run's span over the parts read of it. */
+struct run_span {
+	const char *run_id, *host;
+	uint64_t start, end;
+};
+
+/*
+ * Do two runs overlap in time (any two for a heatmap, which draws one time
+ * line; two of one host otherwise, which with the same filters traced the same
+ * events: a merge would count them twice)? Said in one line. A run's parts
+ * are its intervals, one after the other: its span is theirs.
+ */
+static bool concurrent(const struct merge *m, bool heatmap)
 {
-	struct lh_part *p = malloc((m->nparts ? m->nparts : 1) * sizeof(*p));
-	size_t last = 0;
+	struct run_span *r = malloc((m->nparts ? m->nparts : 1) * sizeof(*r));
+	size_t n = 0;
 	bool bad = false;
 
-	if (!p)
+	if (!r)
 		return false;
-	memcpy(p, m->parts, m->nparts * sizeof(*p));
-	qsort(p, m->nparts, sizeof(*p), by_part_start);
-	for (size_t i = 1; i < m->nparts && !bad; i++) {
-		const struct lh_part *a = &p[last], *b = &p[i];
+	for (size_t i = 0; i < m->nparts; i++) {
+		const struct lh_part *p = &m->parts[i];
+		size_t k = 0;
 
-		if (b->start_realtime_ns < a->start_realtime_ns + a->duration_ns &&
-		    strcmp(a->run_id, b->run_id)) {
-			fprintf(stderr, "lathist report: --heatmap: run %s (host %s) and run %s "
-				"(host %s) overlap in time, and one heatmap draws one time line; "
-				"draw each run's documents on their own\n", a->run_id[0] ? a->run_id :
-				"without id", a->host, b->run_id[0] ? b->run_id : "without id", b->host);
+		while (k < n && (strcmp(r[k].run_id, p->run_id) || !p->run_id[0]))
+			k++;
+		if (k == n)
+			r[n++] = (struct run_span){ p->run_id, p->host, p->start_realtime_ns,
+						    p->start_realtime_ns + p->duration_ns };
+		if (p->start_realtime_ns < r[k].start)
+			r[k].start = p->start_realtime_ns;
+		if (p->start_realtime_ns + p->duration_ns > r[k].end)
+			r[k].end = p->start_realtime_ns + p->duration_ns;
+	}
+	for (size_t i = 1; i < n && !bad; i++)
+		for (size_t j = 0; j < i && !bad; j++) {
+			const struct run_span *a = &r[j], *b = &r[i];
+
+			if (b->start >= a->end || a->start >= b->end ||
+			    (!heatmap && strcmp(a->host, b->host)))
+				continue;
+			if (heatmap)
+				fprintf(stderr, "lathist report: --heatmap: run %s (host %s) and run %s "
+					"(host %s) overlap in time, and one heatmap draws one time "
+					"line; draw each run's documents on their own\n",
+					a->run_id[0] ? a->run_id : "without id", a->host,
+					b->run_id[0] ? b->run_id : "without id", b->host);
+			else
+				fprintf(stderr, "lathist report: run %s and run %s traced host %s at "
+					"the same time with the same filters: their events would be "
+					"counted twice; merge runs of other times or hosts (or with "
+					"other filters)\n", a->run_id[0] ? a->run_id : "without id",
+					b->run_id[0] ? b->run_id : "without id", a->host);
 			bad = true;
 		}
-		if (b->start_realtime_ns + b->duration_ns > a->start_realtime_ns + a->duration_ns)
-			last = i;
-	}
-	free(p);
+	free(r);
 	return bad;
 }
 
@@ -1205,11 +1286,24 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 				return LH_EXIT_USAGE;
 			break;
 		case OPT_HEATMAP:
-			if (lh_check_file_opt("--heatmap", optarg, "an SVG file", TOOL))
+			if (o->heatmap) {
+				lh_usage_error(TOOL, "--heatmap given twice; give one SVG file");
+				return LH_EXIT_USAGE;
+			}
+			if (!optarg[0]) {
+				lh_usage_error(TOOL, "--heatmap '': empty; give an SVG file path");
+				return LH_EXIT_USAGE;
+			}
+			if (strcmp(optarg, "-") &&	/* refused by report_paths, by name */
+			    lh_check_file_opt("--heatmap", optarg, "an SVG file", TOOL))
 				return LH_EXIT_USAGE;
 			o->heatmap = optarg;
 			break;
 		case OPT_HEATMAP_HIST:
+			if (o->heat_hist) {
+				lh_usage_error(TOOL, "--heatmap-hist given twice; give one histogram");
+				return LH_EXIT_USAGE;
+			}
 			o->heat_hist = optarg;
 			break;
 		case OPT_ANONYMIZE:
@@ -1244,9 +1338,28 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 }
 
 /* No input twice, no output over an input or the other output: 0, or an exit status. */
+/* Is input argv-word in (a path, or "-": the file standard input is) the file path? */
+static bool input_is(const char *in, const char *path)
+{
+	struct stat a, b;
+
+	if (strcmp(in, "-"))
+		return lh_same_file(in, path);
+	/* a file redirected to stdin (< FILE) is still that file */
+	return !fstat(STDIN_FILENO, &a) && S_ISREG(a.st_mode) && !stat(path, &b) &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static int report_paths(int argc, char **argv, const struct report_opts *o)
 {
 	const char *out = o->c.output;
+
+	for (int i = o->first; i < argc; i++)
+		if (!argv[i][0]) {
+			lh_usage_error(TOOL, "'': an empty input name; give a file written by "
+				       "lathist -f json (or - for standard input)");
+			return LH_EXIT_USAGE;
+		}
 
 	for (int i = o->first + 1; i < argc; i++)
 		for (int j = o->first; j < i; j++)
@@ -1260,7 +1373,7 @@ static int report_paths(int argc, char **argv, const struct report_opts *o)
 				return LH_EXIT_USAGE;
 			}
 	for (int i = o->first; out && strcmp(out, "-") && i < argc; i++)
-		if (lh_same_file(out, argv[i])) {
+		if (input_is(argv[i], out)) {
 			lh_usage_error(TOOL, "-o '%s' is also an input; give another file", out);
 			return LH_EXIT_USAGE;
 		}
@@ -1268,11 +1381,17 @@ static int report_paths(int argc, char **argv, const struct report_opts *o)
 		fprintf(stderr, "lathist report: standard output is closed; give -o FILE\n");
 		return LH_EXIT_RUNTIME;
 	}
+	if (o->heatmap && !strcmp(o->heatmap, "-")) {
+		lh_usage_error(TOOL, "--heatmap '-': give an SVG file (the report itself goes to "
+			       "stdout)");
+		return LH_EXIT_USAGE;
+	}
 	for (int i = o->first; o->heatmap && i <= argc; i++) {
 		/* every input, then (i == argc) the -o file */
 		const char *other = i < argc ? argv[i] : out;
 
-		if (other && lh_same_file(o->heatmap, other)) {
+		if (other && (i < argc ? input_is(other, o->heatmap) :
+			      lh_same_file(o->heatmap, other))) {
 			lh_usage_error(TOOL, "--heatmap '%s' names an input or the -o file; give "
 				       "another file", o->heatmap);
 			return LH_EXIT_USAGE;
@@ -1323,10 +1442,13 @@ int report_main(int argc, char **argv)
 		rc = LH_EXIT_USAGE;
 		goto out;
 	}
-	if (heatmap && heat_concurrent(&m)) {
+	if ((heatmap && concurrent(&m, true)) || (!m.filters_mixed && concurrent(&m, false))) {
 		rc = LH_EXIT_RUNTIME;
 		goto out;
 	}
+	if (m.oncpu_docs && m.oncpu_docs < m.ndocs)
+		fprintf(stderr, "lathist report: %d of the %d inputs have on-CPU slices (--oncpu): "
+			"the oncpu histograms cover those runs only\n", m.oncpu_docs, m.ndocs);
 	if (heatmap && m.ndocs < 2) {
 		fprintf(stderr, "lathist report: --heatmap needs at least two documents (intervals: "
 			"run with -i and --series FILE)\n");

@@ -168,7 +168,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
 		{ NULL, 0, NULL, 0 },
 	};
-	char ids[40], parent[NAME_MAX + 1], beneath[256];
+	char ids[40], parent[NAME_MAX + 1], beneath[256], path_buf[NAME_MAX + 1];
 	int opt, err;
 
 	memset(o, 0, sizeof(*o));
@@ -203,9 +203,18 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 				return -EINVAL;
 			o->group |= BIO_GROUP_CGROUP;
 			break;
-		case OPT_DISK:
-			if (!strncmp(optarg, "/dev/", 5))	/* the device path names it too */
+		case OPT_DISK: {
+			const char *typed = optarg;
+			char *real = optarg[0] == '/' ? realpath(optarg, NULL) : NULL;
+
+			/* a device path names it too, through symlinks (/dev/disk/by-id/...) */
+			if (real && !strncmp(real, "/dev/", 5) && !strchr(real + 5, '/')) {
+				snprintf(path_buf, sizeof(path_buf), "%s", real + 5);
+				optarg = path_buf;
+			} else if (!strncmp(optarg, "/dev/", 5) && !strchr(optarg + 5, '/')) {
 				optarg += 5;
+			}
+			free(real);
 			if (o->disk[0]) {
 				lh_usage_error(TOOL, "--disk given twice; give one disk (or trace "
 					       "all of them with --per-disk)");
@@ -213,7 +222,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			}
 			if (bio_dev_of(optarg, &o->dev)) {
 				lh_usage_error(TOOL, "--disk '%s': no such block device; give a name "
-					       "from lsblk or /sys/class/block, e.g. vda", optarg);
+					       "from lsblk or /sys/class/block, e.g. vda", typed);
 				return -EINVAL;
 			}
 			err = disk_traceable(optarg, parent, sizeof(parent), beneath,
@@ -239,6 +248,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			snprintf(o->disk, sizeof(o->disk), "%s", optarg);
 			disk_medium_note(optarg);
 			break;
+		}
 		case OPT_MAX_REQUESTS:
 			if (lh_parse_u32(optarg, 1, 1U << 22, &o->max_requests)) {
 				lh_usage_error(TOOL, "--max-requests '%s': give a number from 1 to "
@@ -705,6 +715,11 @@ out:
 }
 
 static const char *const bio_groupings[] = { "process", "disk", "op", "cgroup", NULL };
+static const unsigned int bio_grouping_fields[] = {
+	LH_KEY_PID | LH_KEY_COMM, LH_KEY_DISK, LH_KEY_OP, LH_KEY_CGROUP,
+};
+/* each request in total once (queue and device: those that have the stage) */
+static const char *const bio_paired[] = { "total", NULL };
 
 static const struct lh_tool_tp bio_tps[] = {
 	{ "block/block_io_start", false, 1, "bio: request creation (6.5+; else block_rq_insert)" },
@@ -726,6 +741,8 @@ const struct lh_tool_desc bio_tool = {
 	.bytes_hist = "total",
 	.bytes_help = "Bytes of the requests completed (taken at issue).",
 	.groupings = bio_groupings,
+	.grouping_fields = bio_grouping_fields,
+	.paired_hists = bio_paired,
 	.groupings_combine = true,
 	.om_label = "stage",
 	.om_help = "Block I/O latency per request by stage: queue (created to issued), device "

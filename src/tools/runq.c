@@ -964,6 +964,11 @@ out:
 }
 
 static const char *const runq_groupings[] = { "process", "thread", "cpu", "cgroup", NULL };
+static const unsigned int runq_grouping_fields[] = {
+	LH_KEY_PID | LH_KEY_COMM, LH_KEY_TID | LH_KEY_PID | LH_KEY_COMM, LH_KEY_CPU, LH_KEY_CGROUP,
+};
+/* each wait in one of these: oncpu counts slices */
+static const char *const runq_paired[] = { "wakeup", "preempt", NULL };
 
 static const struct lh_tool_tp runq_tps[] = {
 	{ "sched/sched_wakeup", true, 0, "runq: wakeups" },
@@ -981,6 +986,8 @@ const struct lh_tool_desc runq_tool = {
 	.kinds = runq_kinds,
 	.nkinds = RUNQ_NR_HISTS,
 	.groupings = runq_groupings,
+	.grouping_fields = runq_grouping_fields,
+	.paired_hists = runq_paired,
 	.om_label = "kind",
 	.om_help = "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
 		   "(switched out runnable to switch-in); buckets hold lo < v <= le.",

@@ -213,8 +213,11 @@ def test_partitions_and_bio_based_devices_refused():
         work.wait()
         rc, out, err = tool.stop()
         c, _ = sums(json.loads(out), "total")
+        # the partition goes with the device: a later losetup -f must not find it
+        subprocess.run(["partx", "-d", dev.dev], capture_output=True)
         check(rc == 0 and closes(c, 20, json.loads(out)["loss"]["lost"]),
               f"--disk {dev.name}: {c} of 20 writes to {part}")
+        check(not os.path.exists(f"/sys/class/block/{part}"), f"{part} left behind")
     bio_based = [d for d in os.listdir("/sys/block")
                  if not os.path.exists(f"/sys/block/{d}/mq")]
     check(bio_based, "no bio-based device here (zram0 expected)")

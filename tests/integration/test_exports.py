@@ -424,6 +424,41 @@ def test_report_reads_tracepoint_path_documents():
               out)
 
 
+def test_report_refuses_double_counts_and_overwrites():
+    """Two runs of one host at the same time with the same filters traced the same events:
+    their merge is refused (with other filters it is a merge); an input given as - (a file
+    on stdin) is never the -o or --heatmap file (it was overwritten, exit 0); --heatmap -
+    is refused; a merge of runs with and without --oncpu says its oncpu histograms cover
+    some of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {n: os.path.join(tmp, f"{n}.json") for n in ("a", "b", "c", "d", "e")}
+        same = [Lathist("runq", "-f", "json", "-o", paths[n], "-d", "0.5").start()
+                for n in ("a", "b")]
+        other = Lathist("runq", "-f", "json", "-o", paths["c"], "-d", "0.5", "--cpus", "0").start()
+        for t in same + [other]:
+            rc, _, err = t.wait()
+            check(rc == 0, err)
+        rc, out, err = report(paths["a"], paths["b"])
+        check(rc == 1 and "at the same time with the same filters" in err and not out and
+              len(err.strip().splitlines()) == 1, f"rc {rc}: {err!r}")
+        rc, out, err = report(paths["a"], paths["c"])
+        check(rc == 0, f"other filters: rc {rc}: {err!r}")
+        before = open(paths["a"]).read()
+        for args in (["-o", paths["a"], "-"], ["--heatmap", paths["a"], "-"]):
+            with open(paths["a"]) as stdin:
+                p = subprocess.run([LATHIST, "report", *args], stdin=stdin,
+                                   capture_output=True, text=True)
+            check(p.returncode == 2 and "input" in p.stderr and open(paths["a"]).read() == before,
+                  f"{args}: rc {p.returncode}: {p.stderr!r}")
+        rc, out, err = report("--heatmap", "-", paths["a"])
+        check(rc == 2 and "--heatmap '-'" in err, f"--heatmap -: rc {rc}: {err!r}")
+        for n, extra in (("d", ["--oncpu"]), ("e", [])):
+            rc, _, err = run("runq", "-f", "json", "-o", paths[n], "-d", "0.2", *extra)
+            check(rc == 0, err)
+        rc, out, err = report(paths["d"], paths["e"])
+        check(rc == 0 and "1 of the 2 inputs have on-CPU slices" in err, f"rc {rc}: {err!r}")
+
+
 def test_report_refuses_bad_files():
     """Malformed or hostile input: one line naming the file and the problem, exit 1."""
     _, good = traced(Workload("mix", CPU, 1, 0, 100), "--per-thread")
@@ -437,11 +472,24 @@ def test_report_refuses_bad_files():
     cases = {
         "empty": "",
         "not JSON": "{\"schema\": ",
+        "JSON null": "null",
         "array": "[1, 2]",
         "NUL": text[:10] + "\0" + text[10:],
         "schema": mutate(lambda d: d.update(schema="lathist/9")),
         "negative": mutate(lambda d: d["histograms"][0].update(count=-1)),
         "huge": mutate(lambda d: d["histograms"][0]["slots"][0].update(count=2 ** 70)),
+        # what a newcomer's hand edits got through (each printed a wrong value, exit 0)
+        "negative filter pid": mutate(lambda d: d["meta"]["filters"].update(pid=-3)),
+        "filter with a newline": mutate(lambda d: d["meta"]["filters"].update(
+            cgroup="/x\nWARNING: fake")),
+        "unknown filter": mutate(lambda d: d["meta"]["filters"].update(user="root")),
+        "paired below the histograms": mutate(lambda d: d["loss"].update(
+            paired=d["loss"]["paired"] - 1, events=d["loss"]["events"])),
+        "paired without histograms": mutate(lambda d: d.update(histograms=[])),
+        "key without its tid": mutate(lambda d: d["histograms"][0]["key"].pop("tid")),
+        "key of another grouping": mutate(lambda d: d["histograms"][0].update(key={"cpu": 0})),
+        "unknown key field": mutate(lambda d: d["histograms"][0]["key"].update(foo=5)),
+        "anonymized not a boolean": mutate(lambda d: d["meta"].update(anonymized="yes")),
         "string count": mutate(lambda d: d["histograms"][0].update(count="7")),
         "sum mismatch": mutate(lambda d: d["histograms"][0].update(
             count=d["histograms"][0]["count"] + 1)),
@@ -509,6 +557,11 @@ def test_report_refuses_bad_files():
                   f"{name}: rc {rc}, stderr {err[:300]!r}")
         rc, out, err = report(os.path.join(tmp, "missing.json"))
         check(rc == 1 and "cannot read" in err, err)
+        rc, out, err = report("")
+        check(rc == 2 and "empty input name" in err, err)
+        for args in (["--heatmap", "a.svg", "--heatmap", "b.svg"], ["--heatmap", ""]):
+            rc, out, err = report(*args, os.path.join(tmp, "missing.json"))
+            check(rc == 2 and len(err.strip().splitlines()) == 1, f"{args}: rc {rc}: {err!r}")
         good_path = os.path.join(tmp, "good.json")
         with open(good_path, "w") as f:
             f.write(text)

@@ -524,6 +524,8 @@ BAD = [
     (["-f", "openmetrics", "--label", "novalue"], 2, "give NAME=VALUE"),
     (["-f", "openmetrics", "--label", "a=1", "--label", "a=2"], 2, "a given twice"),
     (["--label", "a=1"], 2, "--label is for metrics"),
+    (["-d", "1us"], 2, "-d '1us': too short"),
+    (["-i", "99999999999"], 2, "too long"),
 ]
 
 
