@@ -34,7 +34,10 @@ TOOL_SRCS := $(addprefix src/tools/,$(addsuffix .c,$(TOOLS)))
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/report \
 	-Isrc/tools -I$(OUT)
-LIBS := $(shell pkg-config --libs libbpf json-c libcrypto 2>/dev/null || echo -lbpf -ljson-c -lcrypto) -lelf -lz -lm
+LIBS := $(shell pkg-config --libs libbpf json-c libcrypto 2>/dev/null || echo -lbpf -ljson-c -lcrypto) -lelf -lz -lm \
+	-lpthread
+# lathist serve's HTTP server; the static build has serve without it (LH_NO_SERVE)
+HTTP_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall \
 	-Wno-unused-function
 
@@ -71,15 +74,18 @@ $(OUT)/%.o: src/%.c | $(OUT)
 $(foreach t,$(TOOLS),$(eval $(OUT)/tools/$(t).o: $(OUT)/$(t).skel.h))
 -include $(wildcard $(OUT)/*.d $(OUT)/*/*.d)
 
-lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
-	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS) $(OUT)/serve.o
+	$(CC) $(CFLAGS) $^ $(LIBS) $(HTTP_LIBS) -o $@
+
+$(OUT)/serve-static.o: src/serve.c | $(OUT)
+	$(CC) $(CFLAGS) -DLH_NO_SERVE -MMD -MP -c $< -o $@
 
 # One statically linked binary (the BPF objects are inside, in the skeletons) for hosts
 # with no packages: Debian's static libbpf, libelf, zlib, json-c and libcrypto. glibc warns
 # that libcrypto's unused dlopen/getaddrinfo paths would need the host's glibc at run time.
 static: $(OUT)/lathist-static
-$(OUT)/lathist-static: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS)
-	$(CC) $(CFLAGS) -static $^ -lbpf -lelf -lz -ljson-c -lcrypto -lm -o $@ 2>&1 | \
+$(OUT)/lathist-static: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS) $(OUT)/serve-static.o
+	$(CC) $(CFLAGS) -static $^ -lbpf -lelf -lz -ljson-c -lcrypto -lm -lpthread -o $@ 2>&1 | \
 		{ grep -v -e "statically linked applications requires at runtime" \
 			-e "in function \`" || true; }
 	@test -x $@

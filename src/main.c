@@ -17,6 +17,7 @@ static const struct {
 } others[] = {
 	{ "report", "read saved JSON, merge runs by addition, print any format, heatmap",
 	  report_main },
+	{ "serve", "the tools in one process, served to Prometheus on /metrics", serve_main },
 	{ "doctor", "can lathist run here? privileges, BTF, tracepoints, perf events",
 	  doctor_main },
 };

@@ -34,6 +34,8 @@ struct lh_tool_desc {
 	const unsigned int *grouping_fields;	/* the key fields of each (lh_key_field bits) */
 	const char *const *paired_hists;	/* the histograms whose counts add up to
 						 * loss.paired, NULL-terminated */
+	const char *const *serve_opts;		/* lathist serve's options it takes beyond
+						 * the common ones (long names), NULL-terminated */
 	bool groupings_combine;			/* several, joined by commas in list order */
 	const char *om_label;			/* OpenMetrics label naming the histogram */
 	const char *om_help;			/* HELP of lathist_<name>_latency_seconds */

@@ -21,6 +21,8 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 int report_main(int argc, char **argv);
 /* lathist doctor (src/doctor.c): what can run here, read-only. */
 int doctor_main(int argc, char **argv);
+/* lathist serve (src/serve.c): the tools served to Prometheus. */
+int serve_main(int argc, char **argv);
 int lh_report_parse_buffer(const char *buf, size_t len);
 
 /* Set by main when the process started with standard output closed. */

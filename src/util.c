@@ -359,6 +359,20 @@ int lh_task_start_ticks(uint32_t tid, uint64_t *ticks)
 	return state == 'Z' || state == 'X' || state == 'x' ? -ESRCH : 0;
 }
 
+bool lh_task_alive(uint32_t tid, uint64_t start_mono_ns)
+{
+	uint64_t ticks, tick = lh_tick_ns(), want;
+	struct timespec b, m;
+
+	if (!tid || lh_task_start_ticks(tid, &ticks) || !tick)
+		return false;
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	want = (start_mono_ns + (uint64_t)(b.tv_sec - m.tv_sec) * 1000000000ULL +
+		(uint64_t)(b.tv_nsec - m.tv_nsec)) / tick;
+	return ticks + 2 >= want && want + 2 >= ticks;
+}
+
 uint64_t lh_tick_ns(void)
 {
 	long hz = sysconf(_SC_CLK_TCK);

@@ -81,6 +81,15 @@ uint64_t lh_tick_ns(void);
  * 0 without one): /proc start times include it. */
 int64_t lh_timens_boottime_ns(void);
 
+/*
+ * Is the task with this id the one that started at start_mono_ns (its
+ * task_struct start_time, CLOCK_MONOTONIC, as BPF reads it) and not gone?
+ * /proc/ID/stat's starttime is boot-based, in clock ticks: compared within two
+ * ticks through the clocks' offset now (a suspend since the task started can
+ * make a live task look gone).
+ */
+bool lh_task_alive(uint32_t tid, uint64_t start_mono_ns);
+
 /* A new run id in out: 32 lowercase hex digits of 16 random bytes (getrandom;
  * the realtime clock and pid if that fails) and a NUL. */
 void lh_run_id(char out[33]);

@@ -201,6 +201,14 @@ static void plain(FILE *f, const struct lh_om_opts *o, const char *name, const c
 	free(l);
 }
 
+void lh_render_om_sample(FILE *f, const struct lh_om_opts *o, const char *name, const char *type,
+			 const char *help, uint64_t value)
+{
+	family(f, o->strict, name, type, NULL, help);
+	plain(f, o, name, NULL);
+	fprintf(f, " %" PRIu64 "\n", value);
+}
+
 void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_om_opts *o)
 {
 	const struct lh_meta *m = &r->meta;

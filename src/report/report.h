@@ -327,6 +327,11 @@ struct lh_om_opts {
  */
 void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_om_opts *o);
 
+/* One family of one sample: HELP, TYPE (counter: named with _total in the
+ * Prometheus format, without it in OpenMetrics) and name{o's labels} value. */
+void lh_render_om_sample(FILE *f, const struct lh_om_opts *o, const char *name, const char *type,
+			 const char *help, uint64_t value);
+
 /*
  * Is every bound of an explicit bucket list (o->le_ns) a slot bound of
  * scheme s? 0, or -EINVAL with the first that is not in *bad and the slot

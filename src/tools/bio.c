@@ -743,6 +743,8 @@ const struct lh_tool_desc bio_tool = {
 	.groupings = bio_groupings,
 	.grouping_fields = bio_grouping_fields,
 	.paired_hists = bio_paired,
+	.serve_opts = (const char *const[]){ "per-process", "per-disk", "per-op", "per-cgroup",
+					     "disk", "max-requests", NULL },
 	.groupings_combine = true,
 	.om_label = "stage",
 	.om_help = "Block I/O latency per request by stage: queue (created to issued), device "

@@ -988,6 +988,8 @@ const struct lh_tool_desc runq_tool = {
 	.groupings = runq_groupings,
 	.grouping_fields = runq_grouping_fields,
 	.paired_hists = runq_paired,
+	.serve_opts = (const char *const[]){ "per-process", "per-thread", "per-cpu", "per-cgroup",
+					     "tid", "cpus", "oncpu", "max-tasks", NULL },
 	.om_label = "kind",
 	.om_help = "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
 		   "(switched out runnable to switch-in); buckets hold lo < v <= le.",
