@@ -159,7 +159,7 @@ check: deps test-deps
 # One source: each verb's own -h text, turned into a man page by help2man, so the
 # pages and the binary never disagree.
 PREFIX ?= /usr/local
-VERBS := $(TOOLS) report doctor
+VERBS := $(TOOLS) report serve doctor
 MANS := $(OUT)/man/lathist.8 $(addprefix $(OUT)/man/lathist-,$(addsuffix .8,$(VERBS)))
 VERSION = $(shell sed -n 's/.*LATHIST_VERSION "\(.*\)"/\1/p' src/version.h)
 
@@ -177,6 +177,10 @@ install: lathist man
 	install -D -m 0755 lathist $(DESTDIR)$(PREFIX)/sbin/lathist
 	install -d $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/lathist
+	sed 's|/usr/local/sbin/lathist|$(PREFIX)/sbin/lathist|' contrib/lathist.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/lathist.service
+	install -m 0644 contrib/grafana-lathist.json $(DESTDIR)$(PREFIX)/share/lathist/
 
 # ---- maintenance ----
 vmlinux:

@@ -401,6 +401,7 @@ static int bind_listen(struct serve *sv)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE |
 				  AI_NUMERICSERV }, *res = NULL;
 	char host[128], *port;
+	uint32_t pnum;
 	int one = 1, err;
 
 	snprintf(host, sizeof(host), "%s", sv->listen);
@@ -410,10 +411,15 @@ static int bind_listen(struct serve *sv)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = 0;
 	}
+	if (lh_parse_u32(port, 1, 65535, &pnum)) {
+		lh_usage_error(TOOL, "--listen '%s': port '%s': give a port from 1 to 65535, "
+			       "e.g. 127.0.0.1:9581", sv->listen, port);
+		return LH_EXIT_USAGE;
+	}
 	err = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-	if (err || !*port) {
+	if (err) {
 		lh_usage_error(TOOL, "--listen '%s': %s; give ADDRESS:PORT, e.g. 127.0.0.1:9581",
-			       sv->listen, err ? gai_strerror(err) : "no port");
+			       sv->listen, gai_strerror(err));
 		return LH_EXIT_USAGE;
 	}
 	sv->fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -4,14 +4,18 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LATHIST = os.path.join(ROOT, "lathist")
 RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
 BIOWORK = os.path.join(ROOT, "build", "tests", "biowork")
+TOOLS = os.path.join(ROOT, "build", "tools", "usr", "bin")   # Debian's Prometheus, unpacked
 
 
 class TestFailure(AssertionError):
@@ -88,6 +92,62 @@ class Lathist:
         return self.proc.returncode, out.decode(), self.stderr_head + err.decode()
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Serve:
+    """lathist serve ARGS on a free 127.0.0.1 port; start() returns once it prints
+    'Serving'; get() is one HTTP request: (status, headers, body)."""
+
+    def __init__(self, *args, port=None):
+        self.port = port or free_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self.proc = Lathist("serve", "--listen", self.addr, *args)
+
+    def start(self, timeout=60):
+        p = self.proc
+        p.proc = subprocess.Popen(p.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _running.append(p.proc)
+        while True:
+            line = _readline(p.proc.stderr, timeout, "'Serving' from " + " ".join(p.args))
+            p.stderr_head += line
+            if line.startswith("Serving"):
+                # "Serving runq (tp_btf), bio (tp_btf) on http://..."
+                self.tools = [t.split()[0] for t in line[8:line.index(" on http")].split(", ")]
+                return self
+
+    def first_interval(self, timeout=30):
+        """Wait until every tool's first interval is read (its families are served)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            body = self.get()[2]
+            if all(f"lathist_{t}_duration_seconds" in body for t in self.tools):
+                return body
+            time.sleep(0.1)
+        raise TestFailure(f"serve showed no interval in {timeout} s")
+
+    @property
+    def pid(self):
+        return self.proc.proc.pid
+
+    def get(self, path="/metrics", accept=None, method="GET", timeout=10):
+        req = urllib.request.Request(f"http://{self.addr}{path}", method=method,
+                                     headers={"Accept": accept} if accept else {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, dict(r.headers), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+
+    def stop(self, sig=signal.SIGINT, timeout=60):
+        return self.proc.stop(sig, timeout)
+
+
 def run(*args, timeout=120, test=None, **kw):
     """Run lathist to completion: (returncode, stdout, stderr); test: $LATHIST_TEST."""
     if test:
@@ -116,8 +176,18 @@ class Workload:
         self.proc.stdin.write(b"go\n")
         self.proc.stdin.flush()
 
-    def wait(self, timeout=300):
-        out, err = self.proc.communicate(timeout=timeout)
+    def wait(self, timeout=300, leader=False):
+        """leader: also read the main thread's schedstat once the process is dead but not
+        yet reaped (final, its exit included) into self.leader: (oncpu_ns, run_delay_ns,
+        pcount)."""
+        if leader:
+            out = self.proc.stdout.read()	# EOF: every thread has exited
+            os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
+            with open(f"/proc/{self.proc.pid}/schedstat") as f:
+                self.leader = tuple(int(v) for v in f.read().split())
+            _, err = self.proc.communicate(timeout=timeout)
+        else:
+            out, err = self.proc.communicate(timeout=timeout)
         check(self.proc.returncode == 0,
               f"workload {self.args} failed rc={self.proc.returncode}: {err.decode()}")
         rows = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]

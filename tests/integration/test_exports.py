@@ -5,7 +5,6 @@ import csv
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,11 +13,10 @@ import urllib.request
 import xml.etree.ElementTree as ET
 import zlib
 
-from lh import (BIOWORK, LATHIST, ROOT, Lathist, LoopDevice, Workload, by_id, check, per_task,
-                run, traced)
+from lh import (BIOWORK, LATHIST, ROOT, TOOLS, Lathist, LoopDevice, Workload, by_id, check,
+                free_port, per_task, run, traced)
 from test_runq import CPU, COUNT_SLACK, LossBudget
 
-TOOLS = os.path.join(ROOT, "build", "tools", "usr", "bin")
 SCHEMA = os.path.join(ROOT, "docs", "lathist-1.schema.json")
 
 
@@ -119,14 +117,6 @@ def test_csv_quotes_a_comm_with_comma_and_quote():
     check(rc == 0, err)
     comms = {r["comm"] for r in csv.DictReader(io.StringIO(out, newline=""))}
     check(comms == {'a,b"c'}, f"comms {comms}")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def parse_labels(body):

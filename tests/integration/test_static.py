@@ -60,10 +60,16 @@ def test_install_binary_and_man_pages():
         check(p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:])
         binary = os.path.join(dest, "usr", "sbin", "lathist")
         check(os.access(binary, os.X_OK), "no binary installed")
+        with open(os.path.join(dest, "usr", "lib", "systemd", "system", "lathist.service")) as f:
+            unit = f.read()
+        check("ExecStart=/usr/sbin/lathist serve" in unit, "the unit's ExecStart is not the "
+                                                          "installed binary")
+        with open(os.path.join(dest, "usr", "share", "lathist", "grafana-lathist.json")) as f:
+            check(json.load(f)["panels"], "no dashboard installed")
         mandir = os.path.join(dest, "usr", "share", "man", "man8")
         pages = {"lathist.8": "runq", "lathist-runq.8": "--per-thread",
                  "lathist-bio.8": "--per-disk", "lathist-report.8": "--heatmap",
-                 "lathist-doctor.8": "-f"}
+                 "lathist-serve.8": "--max-series", "lathist-doctor.8": "-f"}
         check(sorted(os.listdir(mandir)) == sorted(pages), f"pages {os.listdir(mandir)}")
         for page, option in pages.items():
             p = subprocess.run(["man", "-l", os.path.join(mandir, page)], capture_output=True,
