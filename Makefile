@@ -8,7 +8,7 @@
 #   make install  the binary and man pages under $(DESTDIR)$(PREFIX) (/usr/local)
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
 #   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
-#                 counters_overhead.py)
+#                 counters_overhead.py, serve_overhead.py)
 #   make bench-compare BASE=REV   runq's hot path against REV's build, interleaved
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -209,11 +209,12 @@ bench-compare: deps
 
 bench: deps
 	@scripts/deps.sh bench
-	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty
+	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty $(OUT)/tests/runqwork $(OUT)/tests/biowork
 	$(PYTHON) bench/runq_overhead.py
 	$(PYTHON) bench/bio_overhead.py
 	$(PYTHON) bench/records_overhead.py
 	$(PYTHON) bench/counters_overhead.py
+	$(PYTHON) bench/serve_overhead.py
 
 clean:
 	rm -rf $(OUT) lathist

@@ -437,6 +437,23 @@ static int bind_listen(struct serve *sv)
 	return 0;
 }
 
+/* The address the socket is bound to, numeric (IPv6 in brackets); --listen as given
+ * when it cannot be read. */
+static void bound_address(const struct serve *sv, char *buf, size_t len)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	char host[INET6_ADDRSTRLEN], port[8];
+
+	if (getsockname(sv->fd, (struct sockaddr *)&sa, &salen) ||
+	    getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(buf, len, "%s", sv->listen);
+		return;
+	}
+	snprintf(buf, len, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
 /* ---- HTTP ---- */
 
 static const char index_page[] =
@@ -602,9 +619,13 @@ static int serve_run(struct serve *sv)
 			rc = LH_EXIT_RUNTIME;
 		}
 	}
-	if (d)
+	if (d) {
+		char where[160];
+
+		bound_address(sv, where, sizeof(where));
 		fprintf(stderr, "Serving %s on http://%s/metrics (every %s s)... Hit Ctrl-C to "
-			"end.\n", line, sv->listen, sv->interval);
+			"end.\n", line, where, sv->interval);
+	}
 	/* until a signal, or every tool has stopped (a failure, said by the tool) */
 	while (d && !lh_session_exiting()) {
 		struct timespec ts = { 0, 100000000L };
