@@ -263,11 +263,27 @@ def test_records_into_closed_pipe_end_the_run():
     """Records on stdout, text or JSON lines (--events -), whose reader quits: the run ends
     (no -d), saying why, exit 1; before, it traced on until killed."""
     import subprocess
+    import threading
+    import time
+    # records to write, however quiet the machine: a thread that sleeps 0.5 ms at a time
+    # (on an idle host the records of a few hundred waits a second took 17 s to fill the
+    # stdout buffer twice: head's line, then the write that finds it gone)
+    done = threading.Event()
+
+    def sleeper():
+        while not done.is_set():
+            time.sleep(0.0005)
+    t = threading.Thread(target=sleeper, daemon=True)
+    t.start()
     with tempfile.TemporaryDirectory() as tmp:
         for extra in ("", f"--events - -o '{tmp}/r.txt'"):
-            p = subprocess.run(["bash", "-c", f"'{LATHIST}' runq --slower-than 0 {extra} | "
-                                "head -1; exit ${PIPESTATUS[0]}"],
-                               capture_output=True, text=True, timeout=30)
+            try:
+                p = subprocess.run(["bash", "-c", f"'{LATHIST}' runq --slower-than 0 {extra} "
+                                    "| head -1; exit ${PIPESTATUS[0]}"],
+                                   capture_output=True, text=True, timeout=30)
+            finally:
+                if extra:
+                    done.set()
             check(p.returncode == 1 and p.stdout.count("\n") == 1 and
                   "nobody reads them any more: the run ends" in p.stderr,
                   f"{extra!r}: rc {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
