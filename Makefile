@@ -25,9 +25,9 @@ TOOLS := runq bio
 # records, perf events, doctor); src/report/: the report model, its merge and
 # renderers; src/tools/: one loader per tool
 CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c pmu.c cgroup.c \
-	doctor.c
+	doctor.c context.c
 REPORT_SRCS := hist.c report.c fold.c render_text.c render_json.c render_csv.c render_openmetrics.c \
-	report_cmd.c heatmap.c anonymize.c
+	report_cmd.c heatmap.c anonymize.c render_diff.c
 LIB_SRCS := $(addprefix src/,$(CORE_SRCS)) $(addprefix src/report/,$(REPORT_SRCS))
 TOOL_SRCS := $(addprefix src/tools/,$(addsuffix .c,$(TOOLS)))
 
@@ -72,6 +72,14 @@ $(OUT)/%.o: src/%.c | $(OUT)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(foreach t,$(TOOLS),$(eval $(OUT)/tools/$(t).o: $(OUT)/$(t).skel.h))
+
+# meta.context.git_revision: rewritten only when the revision changes ("" outside git)
+$(OUT)/gitrev.h: FORCE | $(OUT)
+	@r=$$(git -C $(CURDIR) describe --always --dirty --abbrev=12 2>/dev/null); \
+	echo "#define LATHIST_GIT_REVISION \"$$r\"" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OUT)/context.o: $(OUT)/gitrev.h
+FORCE:
 -include $(wildcard $(OUT)/*.d $(OUT)/*/*.d)
 
 lathist: $(OUT)/main.o $(LIB_OBJS) $(TOOL_OBJS) $(OUT)/serve.o

@@ -10,8 +10,10 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
+#include <json-c/json.h>
 #include "bpfcommon.h"
 #include "cgroup.h"
+#include "context.h"
 #include "recorder.h"
 #include "session.h"
 #include "tool.h"
@@ -85,6 +87,7 @@ void lh_session_init(struct lh_session *s, const struct lh_common_opts *c, const
 	m->scheme.unit_ns = c->unit_ns;
 	m->ncpus = s->ncpus;
 	m->interval_ns = c->interval_ns;
+	m->context = lh_context_gather();	/* NULL (unknown) without memory */
 	if (c->pid)
 		lh_meta_add_filter(m, "pid", true, "%u", c->pid);
 	if (c->cgroup[0])
@@ -392,8 +395,12 @@ int lh_session_run(struct lh_session *s)
 	const struct lh_common_opts *c = s->c;
 	uint64_t start = lh_now_ns(), begin = start, end = c->duration_ns ? start + c->duration_ns : 0;
 	uint64_t real = lh_realtime_ns();
+	struct lh_usage u0, prev, un;
 	uint32_t index = 0;
 	int err, write_err = 0;
+
+	lh_usage_sample(&u0);
+	prev = u0;
 
 	for (;;) {
 		uint64_t now, wake = UINT64_MAX;
@@ -424,6 +431,9 @@ int lh_session_run(struct lh_session *s)
 		s->report.meta.start_realtime_ns = real + (begin - start);
 		s->report.meta.duration_ns = now - begin;
 		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
+		lh_usage_sample(&un);
+		lh_load_between(&s->report.meta.load, &prev, &un);
+		prev = un;
 		/* a failed write is reported and tracing goes on; any makes the exit 1 */
 		if (lh_session_sink) {
 			err = lh_session_sink->interval(lh_session_sink, s);
@@ -435,6 +445,7 @@ int lh_session_run(struct lh_session *s)
 			s->cum.meta = s->report.meta;
 			s->cum.meta.start_realtime_ns = real;
 			s->cum.meta.duration_ns = now - start;
+			lh_load_between(&s->cum.meta.load, &u0, &un);
 			err = err ? err : lh_emit(&s->cum, c);
 		} else {
 			err = lh_emit(&s->report, c);
@@ -468,6 +479,8 @@ void lh_session_free(struct lh_session *s)
 {
 	lh_report_clear(&s->report);
 	lh_report_clear(&s->cum);
+	json_object_put(s->report.meta.context);	/* s->cum.meta's is the same */
+	s->report.meta.context = s->cum.meta.context = NULL;
 	free(s->percpu_buf);
 	s->percpu_buf = NULL;
 	lh_recorder_close(&s->recorder);

@@ -56,30 +56,39 @@ static char *render(const struct lh_report *r, const struct lh_common_opts *o, s
 	return buf;
 }
 
-int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
+int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len)
 {
-	size_t len = 0;
-	char *buf = render(r, o, &len);
 	int err = 0;
 
 	errno = 0;
-	if (!buf) {
-		fprintf(stderr, "lathist %s: out of memory rendering the report\n", (o->verb ? o->verb : r->meta.tool));
-		return -ENOMEM;
-	}
-	if (o->output) {
-		err = lh_write_atomic(o->output, buf, len);
+	if (output) {
+		err = lh_write_atomic(output, buf, len);
 		if (err)
 			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
-				"is unchanged)\n", (o->verb ? o->verb : r->meta.tool), o->output,
+				"is unchanged)\n", who, output,
 				err == -EINVAL ? "it is no longer a regular file" :
 				err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
 		err = errno ? -errno : -EIO;
-		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", (o->verb ? o->verb : r->meta.tool),
+		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", who,
 			strerror(-err));
 		clearerr(stdout);
 	}
+	return err;
+}
+
+int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
+{
+	size_t len = 0;
+	char *buf = render(r, o, &len);
+	const char *who = o->verb ? o->verb : r->meta.tool;
+	int err;
+
+	if (!buf) {
+		fprintf(stderr, "lathist %s: out of memory rendering the report\n", who);
+		return -ENOMEM;
+	}
+	err = lh_emit_bytes(who, o->output, buf, len);
 	free(buf);
 	return err;
 }

@@ -15,6 +15,10 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
+/* Write len bytes of buf to output (replaced atomically; NULL: stdout), as lh_emit
+ * does; a failure is one line naming who ("report"). 0 or negative errno. */
+int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len);
+
 /* lathist report (src/report/report_cmd.c): the verb, and its reader alone for the
  * fuzz target: parse and merge every document in buf, render each format to
  * /dev/null; 0 or a negative errno (bad input said on stderr). */

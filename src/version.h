@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #ifndef LATHIST_VERSION_H
 #define LATHIST_VERSION_H
-#define LATHIST_VERSION "0.2.0"
+#define LATHIST_VERSION "0.3.0"
 #endif

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <json-c/json.h>
 #include "anonymize.h"
 #include "cli.h"
 
@@ -221,6 +222,18 @@ void lh_anon_host(const struct lh_anon *a, char *host, size_t len)
 	snprintf(host, len, "host-%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4]);
 }
 
+/* A boot id (a JSON string) as "boot-" and 10 hex digits, a new string. */
+static json_object *anon_boot(const struct lh_anon *a, json_object *b)
+{
+	const char *v = json_object_get_string(b);
+	unsigned char h[32];
+	char out[32];
+
+	mac(a, "boot:", v, strlen(v), h);
+	snprintf(out, sizeof(out), "boot-%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4]);
+	return json_object_new_string(out);
+}
+
 void lh_anon_meta(const struct lh_anon *a, struct lh_meta *m)
 {
 	for (int i = 0; i < m->nfilters; i++) {
@@ -238,5 +251,22 @@ void lh_anon_meta(const struct lh_anon *a, struct lh_meta *m)
 		}
 	}
 	lh_anon_host(a, m->host, sizeof(m->host));
+	if (m->context) {	/* the boot id names the host as well as its name does */
+		json_object *b, *mixed, *vals;
+
+		if (json_object_object_get_ex(m->context, "boot_id", &b) &&
+		    json_object_is_type(b, json_type_string) &&
+		    strcmp(json_object_get_string(b), "mixed"))
+			json_object_object_add(m->context, "boot_id", anon_boot(a, b));
+		/* a merge: the values it lists */
+		if (json_object_object_get_ex(m->context, "mixed", &mixed) &&
+		    json_object_object_get_ex(mixed, "boot_id", &vals) &&
+		    json_object_is_type(vals, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(vals); i++)
+				if (json_object_is_type(json_object_array_get_idx(vals, i),
+							json_type_string))
+					json_object_array_put_idx(vals, i, anon_boot(a,
+						json_object_array_get_idx(vals, i)));
+	}
 	m->anonymized = true;
 }

@@ -119,6 +119,35 @@ static json_object *hist_json(const struct lh_hist *h, const struct lh_report *r
 
 static json_object *pmu_meta_json(const struct lh_pmu_meta *pm);
 
+/* A double written as fmt gives it (json-c would write all 17 digits). */
+static json_object *dbl(double v, const char *fmt)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), fmt, v);
+	return json_object_new_double_s(v, buf);
+}
+
+/* meta.load: steal and load over the aggregate; null when not read. */
+static json_object *load_json(const struct lh_load *l)
+{
+	json_object *o;
+
+	if (!l->known)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "steal_ns", u64(l->steal_ns));
+	json_object_object_add(o, "cpu_ns", u64(l->cpu_ns));
+	json_object_object_add(o, "steal_ratio", l->cpu_ns ?
+			       dbl((double)l->steal_ns / (double)l->cpu_ns, "%.6f") : NULL);
+	json_object_object_add(o, "loadavg_1m_start", l->ends ?
+			       dbl(l->loadavg_start, "%.2f") : NULL);
+	json_object_object_add(o, "loadavg_1m_end", l->ends ?
+			       dbl(l->loadavg_end, "%.2f") : NULL);
+	json_object_object_add(o, "loadavg_1m_max", dbl(l->loadavg_max, "%.2f"));
+	return o;
+}
+
 static json_object *meta_json(const struct lh_meta *m)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_object();
@@ -169,6 +198,9 @@ static json_object *meta_json(const struct lh_meta *m)
 	json_object_object_add(o, "interval_ns", u64(m->interval_ns));
 	json_object_object_add(o, "interval_index", u64(m->interval_index));
 	json_object_object_add(o, "ncpus", json_object_new_int(m->ncpus));
+	/* shared, not copied: the tree is released after rendering, the context stays */
+	json_object_object_add(o, "context", m->context ? json_object_get(m->context) : NULL);
+	json_object_object_add(o, "load", load_json(&m->load));
 	json_object_object_add(hs, "kind", json_object_new_string("log2-linear"));
 	json_object_object_add(hs, "precision", u64(m->scheme.precision));
 	json_object_object_add(hs, "unit", json_object_new_string(m->unit));

@@ -8,7 +8,7 @@
  *   lathist_<tool>_losses_total{class=...}                        counter (loss classes)
  *   lathist_<tool>_kernel_gaps_total{class,cpu}, lathist_runq_hidden_tasks (runq)
  *   lathist_<tool>_biased                                         gauge (0/1)
- *   lathist_<tool>_info{version,kernel,clock,grouping,...} 1      gauge
+ *   lathist_<tool>_info{version,kernel,clock,grouping,preempt,...} 1 gauge
  *   lathist_<tool>_duration_seconds                               gauge
  * Every sample carries the labels of opts first (--label, lathist_run).
  * Buckets are cumulative with upper-inclusive le bounds in seconds: the slots
@@ -298,6 +298,21 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_o
 	label_value(f, m->kernel);
 	fprintf(f, "\",clock=\"%s\",grouping=\"%s\",unit=\"%s\",precision=\"%u\"", m->clock,
 		m->grouping, m->unit, m->scheme.precision);
+	{
+		/* the context's low-cardinality facts (meta.context has the rest) */
+		static const char *const ctx[] = { "preempt", "hypervisor", "smt", "governor" };
+
+		for (size_t i = 0; i < sizeof(ctx) / sizeof(ctx[0]); i++) {
+			const char *v = lh_context_str(m, ctx[i]);
+
+			/* governor null in a context: no cpufreq */
+			if (!v)
+				v = m->context && !strcmp(ctx[i], "governor") ? "none" : "unknown";
+			fprintf(f, ",%s=\"", ctx[i]);
+			label_value(f, v);
+			fputc('"', f);
+		}
+	}
 	for (int i = 0; i < m->nattach; i++)
 		fprintf(f, ",attach_%s=\"%s\"", m->attach[i].tracepoint, m->attach[i].type);
 	for (int i = 0; i < m->nfilters; i++) {

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 #include "pmu_user.h"
 #include "report.h"
 
@@ -157,10 +158,95 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_report 
 	print_stats(f, h, r);
 }
 
+static const char *or_unknown(const char *s)
+{
+	return s ? s : "unknown";
+}
+
+/*
+ * The context, in two lines: what the latencies depend on (preemption model,
+ * hypervisor, SMT, governors, latency settings on the command line, the
+ * traced disks' queues) and the steal and load over this aggregate.
+ */
+static void print_context(FILE *f, const struct lh_meta *m)
+{
+	json_object *cmd, *disks;
+	const char *src = lh_context_str(m, "preempt_source");
+
+	if (m->context) {
+		fprintf(f, "context: preempt %s", or_unknown(lh_context_str(m, "preempt")));
+		if (src)
+			fprintf(f, " (%s)", src);
+		fprintf(f, ", hypervisor %s, SMT %s, governor %s",
+			or_unknown(lh_context_str(m, "hypervisor")),
+			or_unknown(lh_context_str(m, "smt")),
+			lh_context_str(m, "governor") ? lh_context_str(m, "governor") : "none (no cpufreq)");
+		fputs(", cmdline:", f);
+		if (json_object_object_get_ex(m->context, "cmdline", &cmd) &&
+		    json_object_is_type(cmd, json_type_object)) {
+			int n = 0;
+
+			json_object_object_foreach(cmd, k, v) {
+				if (json_object_is_type(v, json_type_boolean))
+					fprintf(f, " %s", k);
+				else
+					fprintf(f, " %s=%s", k, json_object_get_string(v));
+				n++;
+			}
+			if (!n)
+				fputs(" no latency settings", f);
+		} else {
+			fprintf(f, " %s", json_object_is_type(cmd, json_type_string) ?
+				json_object_get_string(cmd) : "unknown");
+		}
+		if (json_object_object_get_ex(m->context, "disks", &disks) &&
+		    json_object_is_type(disks, json_type_array)) {
+			fputs("; disks:", f);
+			for (size_t i = 0; i < json_object_array_length(disks); i++) {
+				json_object *d = json_object_array_get_idx(disks, i), *x;
+				const char *names[] = { "scheduler", "nr_requests", "queue_depth",
+							"rotational" };
+
+				if (!json_object_object_get_ex(d, "name", &x))
+					continue;
+				fprintf(f, "%s %s (", i ? "," : "", json_object_get_string(x));
+				for (size_t j = 0; j < 4; j++) {
+					json_object_object_get_ex(d, names[j], &x);
+					fprintf(f, "%s%s %s", j ? ", " : "", names[j],
+						x ? json_object_get_string(x) : "unknown");
+				}
+				fputc(')', f);
+			}
+		}
+		fputc('\n', f);
+		if (json_object_object_get_ex(m->context, "mixed", &cmd) &&
+		    json_object_is_type(cmd, json_type_object)) {
+			int n = 0;
+
+			fputs("CONTEXT DIFFERS between the inputs (their latencies may not compare):", f);
+			json_object_object_foreach(cmd, k, v) {
+				fprintf(f, "%s %s %s", n++ ? ";" : "", k,
+					json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+			}
+			fputc('\n', f);
+		}
+	}
+	if (m->load.known) {
+		fprintf(f, "load: steal %.2f%% of CPU time", m->load.cpu_ns ?
+			100.0 * (double)m->load.steal_ns / (double)m->load.cpu_ns : 0.0);
+		if (m->load.ends)
+			fprintf(f, ", 1-min load average %.2f -> %.2f\n", m->load.loadavg_start,
+				m->load.loadavg_end);
+		else
+			fprintf(f, ", 1-min load average up to %.2f\n", m->load.loadavg_max);
+	}
+}
+
 static void print_header(FILE *f, const struct lh_meta *m)
 {
 	fprintf(f, "lathist %s: host %s, kernel %s, %d CPUs, clock %s\n", m->tool, m->host,
 		m->kernel, m->ncpus, m->clock);
+	print_context(f, m);
 	if (m->anonymized)
 		fputs("anonymized: pids, tids, task names and the host are salted hashes\n", f);
 	if (m->unchecked[0])

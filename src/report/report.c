@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <json-c/json.h>
 #include "pmu_user.h"
 #include "report.h"
 
@@ -633,4 +634,14 @@ int lh_pmu_ipc(const struct lh_report *r, size_t a, size_t b, double *ipc, bool 
 		return -ENOENT;
 	return lh_pmu_ratio(ins->raw, ins->enabled_ns, ins->running_ns, cyc->raw,
 			    cyc->enabled_ns, cyc->running_ns, ipc, estimated) ? 0 : -EDOM;
+}
+
+const char *lh_context_str(const struct lh_meta *m, const char *field)
+{
+	json_object *v;
+
+	if (!m->context || !json_object_object_get_ex(m->context, field, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
 }

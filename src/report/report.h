@@ -81,6 +81,19 @@ struct lh_pmu_meta {
 	} unsupported[LH_MAX_PMU];
 };
 
+/*
+ * The CPU time stolen by the hypervisor and the load over one aggregate, from
+ * /proc/stat's cpu line and /proc/loadavg at its start and end (src/context.h).
+ */
+struct lh_load {
+	bool known;			/* both samples read (false: null in JSON) */
+	uint64_t steal_ns;		/* stolen, summed over CPUs (USER_HZ resolution) */
+	uint64_t cpu_ns;		/* all CPU time over it (user..steal), summed over CPUs */
+	bool ends;			/* loadavg_start/_end are this aggregate's (not a merge) */
+	double loadavg_start, loadavg_end;	/* 1-minute load average at its ends */
+	double loadavg_max;		/* the larger; in a merge the largest of the inputs' */
+};
+
 struct lh_meta {
 	const char *tool;		/* "runq" */
 	unsigned int tool_bit;		/* enum lh_tool_bit: which counters apply */
@@ -112,6 +125,9 @@ struct lh_meta {
 					 * to within 250 ms), 0 if not */
 	char unchecked[512];		/* what this kernel kept lathist from checking
 					 * (a sweep that could not load), "" if none */
+	void *context;			/* meta.context: a json-c object (src/context.h),
+					 * not owned; NULL when unknown */
+	struct lh_load load;
 	const struct lh_part *parts;	/* a merge (lathist report): what it covers */
 	size_t nparts;
 };
@@ -275,6 +291,21 @@ int lh_report_charge(struct lh_report *r, const struct lh_key_charge *c);
 
 /* The lost waits charged to key (after lh_report_sort). */
 uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *key);
+
+/* A string field of meta.context ("preempt"): its text ("mixed" in a merge
+ * whose inputs differ), NULL when there is no context or the field is null or
+ * not a string. */
+const char *lh_context_str(const struct lh_meta *m, const char *field);
+
+/*
+ * lathist report --diff: runs a (read from path pa) and b side by side as text:
+ * the context fields that differ, then for each histogram of a that b has too
+ * (same name and key) count, percentiles and max of both and the change (b / a;
+ * for a percentile, of its slots' upper bounds). b gains empty histograms
+ * (the lookups); render it no more.
+ */
+void lh_render_diff(FILE *f, const struct lh_report *a, const char *pa, struct lh_report *b,
+		    const char *pb);
 
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
 void lh_render_text(FILE *f, const struct lh_report *r);

@@ -27,7 +27,7 @@
 #define TOOL "report"
 #define MAX_FILE_BYTES (512ULL << 20)	/* refuse larger inputs */
 
-enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE };
+enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE, OPT_DIFF };
 
 static const char report_help[] =
 	"Usage: lathist report [OPTIONS] FILE...\n"
@@ -42,6 +42,8 @@ static const char report_help[] =
 	"                         y, colour = count): needs interval documents (-i)\n"
 	"      --heatmap-hist NAME  which histogram to draw (default: the first, e.g. wakeup)\n"
 	"      --anonymize        pids, tids and task names as stable salted hashes\n"
+	"      --diff A B         two runs side by side (text): the context that differs, and\n"
+	"                         per histogram count, p50..p99.9 and max of each, and the change\n"
 	"  -h, --help             this help\n";
 
 /* What the merged documents have in common, and strings the report points at. */
@@ -71,6 +73,10 @@ struct merge {
 	bool anonymized;		/* the first document's meta.anonymized */
 	uint32_t *hist_doc;		/* per merged histogram: the last document adding to it */
 	size_t hist_doc_cap;
+	json_object *ctx_vals;		/* meta.context: per field, the distinct values read */
+	json_object *ctx_out;		/* the merged meta.context (merge_context_finish) */
+	bool load_unknown;		/* an input has no meta.load */
+	struct lh_load load;		/* the inputs' meta.load, added */
 };
 
 /* Make s safe to print in a header or a label: '?' for each byte that is not
@@ -825,6 +831,195 @@ static int merge_attach(struct merge *m, json_object *meta)
 	return 0;
 }
 
+#define CTX_MAX_VALUES 16	/* distinct values listed per mixed context field */
+#define CTX_MAX_DEPTH 6
+
+/* A copy of v with every string printable ASCII (printable_only) and nothing
+ * nested deeper than CTX_MAX_DEPTH (null there): the context is printed. */
+static json_object *ctx_clean(json_object *v, int depth)
+{
+	json_object *o;
+
+	if (!v || depth > CTX_MAX_DEPTH)
+		return NULL;
+	switch (json_object_get_type(v)) {
+	case json_type_string: {
+		char *t = strdup(json_object_get_string(v));
+
+		if (!t)
+			return NULL;
+		printable_only(t, false);
+		o = json_object_new_string(t);
+		free(t);
+		return o;
+	}
+	case json_type_object:
+		o = json_object_new_object();
+		json_object_object_foreach(v, k, x) {
+			char *kk = strdup(k);
+
+			if (!kk)
+				continue;
+			printable_only(kk, true);
+			json_object_object_add(o, kk, ctx_clean(x, depth + 1));
+			free(kk);
+		}
+		return o;
+	case json_type_array:
+		o = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(v) && i < 256; i++)
+			json_object_array_add(o, ctx_clean(json_object_array_get_idx(v, i), depth + 1));
+		return o;
+	default:
+		return json_object_get(v);	/* numbers, booleans: immutable enough */
+	}
+}
+
+/* Add v (NULL: the field is missing or null) to the distinct values of one field. */
+static void ctx_add_value(json_object *vals, json_object *v)
+{
+	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+	size_t n = json_object_array_length(vals);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(json_object_to_json_string_ext(json_object_array_get_idx(vals, i),
+							   JSON_C_TO_STRING_PLAIN), s))
+			return;
+	if (n < CTX_MAX_VALUES)
+		json_object_array_add(vals, ctx_clean(v, 0));
+}
+
+/*
+ * meta.context and meta.load of one input: every context field's distinct
+ * values (a field an input lacks counts as null), the loads added. A context
+ * that is not an object, or a load that is not steal_ns, cpu_ns and a load
+ * average, is refused.
+ */
+static int merge_ctx(struct merge *m, json_object *meta)
+{
+	json_object *ctx = NULL, *ld;
+	bool has = json_object_object_get_ex(meta, "context", &ctx) && ctx;
+
+	if (has && !json_object_is_type(ctx, json_type_object))
+		return bad(m, "meta.context is not an object");
+	if (!m->ctx_vals && !(m->ctx_vals = json_object_new_object()))
+		return -ENOMEM;
+	if (has) {
+		json_object *listed = NULL;	/* an input that is a merge: its mixed values */
+
+		json_object_object_get_ex(ctx, "mixed", &listed);
+		json_object_object_foreach(ctx, k, v) {
+			json_object *vals, *lv;
+
+			if (!strcmp(k, "mixed"))
+				continue;
+			if (!json_object_object_get_ex(m->ctx_vals, k, &vals)) {
+				vals = json_object_new_array();
+				json_object_object_add(m->ctx_vals, k, vals);
+				if (m->ndocs)		/* the inputs before had none */
+					ctx_add_value(vals, NULL);
+			}
+			if (json_object_is_type(v, json_type_string) &&
+			    !strcmp(json_object_get_string(v), "mixed") && listed &&
+			    json_object_object_get_ex(listed, k, &lv) &&
+			    json_object_is_type(lv, json_type_array))
+				for (size_t i = 0; i < json_object_array_length(lv); i++)
+					ctx_add_value(vals, json_object_array_get_idx(lv, i));
+			else
+				ctx_add_value(vals, v);
+		}
+	}
+	json_object_object_foreach(m->ctx_vals, k, vals)
+		if (!has || !json_object_object_get_ex(ctx, k, NULL))
+			ctx_add_value(vals, NULL);
+	(void)vals;
+	if (json_object_object_get_ex(meta, "load", &ld) && ld) {
+		json_object *mx;
+		uint64_t steal, cpu;
+		double lmax;
+
+		if (!json_object_is_type(ld, json_type_object) || get_u64(ld, "steal_ns", &steal) ||
+		    get_u64(ld, "cpu_ns", &cpu) || steal > cpu ||
+		    !json_object_object_get_ex(ld, "loadavg_1m_max", &mx) ||
+		    !(json_object_is_type(mx, json_type_double) ||
+		      json_object_is_type(mx, json_type_int)) ||
+		    (lmax = json_object_get_double(mx)) < 0 || lmax > 1e9)
+			return bad(m, "meta.load is not steal_ns <= cpu_ns and a loadavg_1m_max");
+		m->load.steal_ns = lh_add_sat(m->load.steal_ns, steal);
+		m->load.cpu_ns = lh_add_sat(m->load.cpu_ns, cpu);
+		if (lmax > m->load.loadavg_max)
+			m->load.loadavg_max = lmax;
+		if (!m->ndocs) {
+			json_object *a, *b;
+
+			m->load.ends = json_object_object_get_ex(ld, "loadavg_1m_start", &a) &&
+				       json_object_object_get_ex(ld, "loadavg_1m_end", &b) && a && b;
+			m->load.loadavg_start = m->load.ends ? json_object_get_double(a) : 0;
+			m->load.loadavg_end = m->load.ends ? json_object_get_double(b) : 0;
+		} else {
+			m->load.ends = false;	/* a merge has no one start and end */
+		}
+	} else {
+		m->load_unknown = true;
+	}
+	return 0;
+}
+
+/*
+ * The merged meta.context: a field all inputs agree on keeps its value; one
+ * they differ on reads "mixed" and meta.context.mixed lists its values (up to
+ * CTX_MAX_VALUES; null for an input without it). Says in one line on stderr
+ * when the fields that move latency differ.
+ */
+static void merge_context_finish(struct merge *m)
+{
+	static const char *const moving[] = { "kernel_release", "preempt", "cmdline", "governor",
+					      "smt", "hypervisor" };
+	json_object *mixed;
+	char said[512] = "";
+
+	if (!m->ctx_vals)
+		return;
+	m->ctx_out = json_object_new_object();
+	mixed = json_object_new_object();
+	json_object_object_foreach(m->ctx_vals, k, vals) {
+		if (json_object_array_length(vals) == 1) {
+			json_object_object_add(m->ctx_out, k,
+					       json_object_get(json_object_array_get_idx(vals, 0)));
+			continue;
+		}
+		json_object_object_add(m->ctx_out, k, json_object_new_string("mixed"));
+		json_object_object_add(mixed, k, json_object_get(vals));
+		for (size_t i = 0; i < sizeof(moving) / sizeof(moving[0]); i++) {
+			size_t n = strlen(said);
+
+			if (strcmp(k, moving[i]))
+				continue;
+			snprintf(said + n, sizeof(said) - n, "%s%s (", n ? ", " : "", k);
+			for (size_t j = 0; j < json_object_array_length(vals); j++) {
+				n = strlen(said);
+				snprintf(said + n, sizeof(said) - n, "%s%s", j ? " | " : "",
+					 json_object_to_json_string_ext(json_object_array_get_idx(vals, j),
+									JSON_C_TO_STRING_PLAIN));
+			}
+			n = strlen(said);
+			snprintf(said + n, sizeof(said) - n, ")");
+		}
+	}
+	if (json_object_object_length(mixed))
+		json_object_object_add(m->ctx_out, "mixed", mixed);
+	else
+		json_object_put(mixed);
+	if (said[0])
+		fprintf(stderr, "lathist report: the inputs were measured in different contexts: %s; "
+			"their latencies may not compare (meta.context.mixed)\n", said);
+	m->r.meta.context = json_object_object_length(m->ctx_out) ? m->ctx_out : NULL;
+	if (!m->load_unknown && m->ndocs) {
+		m->r.meta.load = m->load;
+		m->r.meta.load.known = true;
+	}
+}
+
 /* What the inputs say of themselves: anonymized (all or none), the -p/-t task's
  * exit (the earliest), what was not checked (the first), host and kernel
  * ("mixed" when they differ), CPUs (the most), the span (first start, last end). */
@@ -946,6 +1141,7 @@ static int add_doc(struct merge *m, json_object *doc)
 	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
 		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
 	if ((err = merge_filters(m, meta)) || (err = merge_attach(m, meta)) || (err = merge_context(m, meta, start, dur)) ||
+	    (err = merge_ctx(m, meta)) ||
 	    (err = add_parts(m, meta)))
 		return err;
 	get_u64(meta, "ncpus", &ncpus);
@@ -1214,6 +1410,8 @@ static bool concurrent(const struct merge *m, bool heatmap)
 static void merge_free(struct merge *m)
 {
 	json_object_put(m->filters_obj);
+	json_object_put(m->ctx_vals);
+	json_object_put(m->ctx_out);
 	lh_heatmap_free(m->heat);
 	lh_report_clear(&m->r);
 	free(m->parts);
@@ -1253,6 +1451,7 @@ struct report_opts {
 	struct lh_common_opts c;
 	const char *heatmap;		/* --heatmap SVG */
 	const char *heat_hist;		/* --heatmap-hist NAME */
+	bool diff;			/* --diff A B */
 	int first;			/* argv index of the first input */
 };
 
@@ -1265,6 +1464,7 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		{ "heatmap", required_argument, NULL, OPT_HEATMAP },
 		{ "heatmap-hist", required_argument, NULL, OPT_HEATMAP_HIST },
 		{ "anonymize", no_argument, NULL, OPT_ANONYMIZE },
+		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "buckets", required_argument, NULL, LH_OPT_BUCKETS },
 		{ "label", required_argument, NULL, LH_OPT_LABEL },
 		{ "help", no_argument, NULL, 'h' },
@@ -1306,6 +1506,9 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 			}
 			o->heat_hist = optarg;
 			break;
+		case OPT_DIFF:
+			o->diff = true;
+			break;
 		case OPT_ANONYMIZE:
 			if (lh_anon_check_env(TOOL))
 				return LH_EXIT_USAGE;
@@ -1322,6 +1525,19 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 	o->first = optind;
 	if (optind >= argc) {
 		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
+		return LH_EXIT_USAGE;
+	}
+	if (o->diff && argc - optind != 2) {
+		lh_usage_error(TOOL, "--diff compares two runs: give two files (A B), not %d; "
+			       "merge a side's files first with lathist report -f json -o FILE",
+			       argc - optind);
+		return LH_EXIT_USAGE;
+	}
+	if (o->diff && (o->heatmap || o->c.anonymize || o->c.format != LH_FMT_TEXT ||
+			o->c.buckets_set || o->c.nlabels)) {
+		lh_usage_error(TOOL, "--diff prints text: leave out %s", o->heatmap ? "--heatmap" :
+			       o->c.anonymize ? "--anonymize (anonymize the inputs first)" :
+			       o->c.format != LH_FMT_TEXT ? "-f" : "--buckets and --label");
 		return LH_EXIT_USAGE;
 	}
 	if (o->heat_hist && !o->heatmap) {
@@ -1400,6 +1616,122 @@ static int report_paths(int argc, char **argv, const struct report_opts *o)
 	return 0;
 }
 
+/*
+ * Read inputs argv[first..last) into m and finish the merge (checks that need
+ * every input, meta from all of them, sorted). 0, or an exit status.
+ */
+static int merge_inputs(struct merge *m, char **argv, int first, int last,
+			const struct report_opts *ro, const char *heatmap)
+{
+	const struct lh_common_opts *c = &ro->c;
+	int err = 0;
+
+	for (int i = first; i < last && !err; i++)
+		err = read_file(m, argv[i]);
+	if (err)
+		return LH_EXIT_RUNTIME;
+	if (m->heat_hist) {
+		if (!known_hist(m, m->heat_hist)) {
+			char names[128] = "";
+
+			for (int i = 0; i < m->r.meta.nkinds; i++)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+					 i ? ", " : "", m->r.meta.kinds[i].name);
+			lh_usage_error(TOOL, "--heatmap-hist '%s': %s has no such histogram; give "
+				       "one of %s", m->heat_hist, m->tool, names);
+			return LH_EXIT_USAGE;
+		}
+	}
+	if (c->nle && lh_buckets_usable(c, &m->r.meta.scheme, TOOL))	/* the inputs' scheme */
+		return LH_EXIT_USAGE;
+	if ((heatmap && concurrent(m, true)) || (!m->filters_mixed && concurrent(m, false)))
+		return LH_EXIT_RUNTIME;
+	if (m->oncpu_docs && m->oncpu_docs < m->ndocs)
+		fprintf(stderr, "lathist report: %d of the %d inputs have on-CPU slices (--oncpu): "
+			"the oncpu histograms cover those runs only\n", m->oncpu_docs, m->ndocs);
+	if (heatmap && m->ndocs < 2) {
+		fprintf(stderr, "lathist report: --heatmap needs at least two documents (intervals: "
+			"run with -i and --series FILE)\n");
+		return LH_EXIT_RUNTIME;
+	}
+	if (heatmap && lh_heatmap_empty(m->heat)) {	/* said before any output is written */
+		fprintf(stderr, "lathist report: --heatmap %s: the inputs have no events in the %s "
+			"histogram; give another with --heatmap-hist\n", heatmap,
+			m->heat_hist ? m->heat_hist : m->r.meta.kinds[0].name);
+		return LH_EXIT_RUNTIME;
+	}
+	if (m->pmu_dropped)
+		fprintf(stderr, "lathist report: the inputs' counters (--counters) are not merged; "
+			"they are left out\n");
+	if (m->records_dropped)
+		fprintf(stderr, "lathist report: the inputs' record summaries (--slower-than) are "
+			"not merged; they are left out\n");
+	if (m->filters_mixed) {
+		lh_meta_add_filter(&m->r.meta, "mixed", false, "the inputs had different filters");
+	} else if (m->filters_obj) {
+		json_object_object_foreach(m->filters_obj, fname, fval) {
+			const char *v = json_object_get_string(fval);
+			static const char *const names[] = { "pid", "tid", "cpus", "cgroup", "disk" };
+
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+				if (!strcmp(fname, names[i]) && v)
+					lh_meta_add_filter(&m->r.meta, names[i],
+							   json_object_is_type(fval, json_type_int),
+							   "%s", v);
+		}
+	}
+	merge_context_finish(m);
+	m->r.meta.parts = m->parts;
+	m->r.meta.nparts = m->nparts;
+	m->r.meta.anonymized = m->anonymized;
+	snprintf(m->r.meta.host, sizeof(m->r.meta.host), "%s", m->host);
+	snprintf(m->r.meta.kernel, sizeof(m->r.meta.kernel), "%s", m->kernel);
+	printable_only(m->r.meta.host, true);	/* printed in headers and labels */
+	printable_only(m->r.meta.kernel, true);
+	m->r.meta.start_realtime_ns = m->first_start;
+	m->r.meta.duration_ns = m->last_end - m->first_start;
+	lh_report_sort(&m->r);
+	return 0;
+}
+
+/* --diff A B: each side merged on its own, then side by side. An exit status. */
+static int report_diff(char **argv, const struct report_opts *ro)
+{
+	struct merge a = {}, b = {};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc = merge_inputs(&a, argv, ro->first, ro->first + 1, ro, NULL);
+
+	if (!rc)
+		rc = merge_inputs(&b, argv, ro->first + 1, ro->first + 2, ro, NULL);
+	if (!rc && strcmp(a.tool, b.tool)) {
+		fprintf(stderr, "lathist report: --diff: %s is a %s run and %s a %s run; give two runs "
+			"of one tool\n", argv[ro->first], a.tool, argv[ro->first + 1], b.tool);
+		rc = LH_EXIT_RUNTIME;
+	}
+	if (!rc && strcmp(a.grouping, b.grouping)) {
+		fprintf(stderr, "lathist report: --diff: %s is grouped by %s and %s by %s: no "
+			"histogram would match; give two runs of one grouping\n", argv[ro->first],
+			a.grouping, argv[ro->first + 1], b.grouping);
+		rc = LH_EXIT_RUNTIME;
+	}
+	if (!rc) {
+		f = open_memstream(&buf, &len);
+		if (!f) {
+			rc = LH_EXIT_RUNTIME;
+		} else {
+			lh_render_diff(f, &a.r, argv[ro->first], &b.r, argv[ro->first + 1]);
+			if (fclose(f) || lh_emit_bytes(TOOL, ro->c.output, buf, len))
+				rc = LH_EXIT_RUNTIME;
+		}
+	}
+	free(buf);
+	merge_free(&a);
+	merge_free(&b);
+	return rc;
+}
+
 int report_main(int argc, char **argv)
 {
 	struct report_opts ro = {};
@@ -1412,6 +1744,8 @@ int report_main(int argc, char **argv)
 		return rc < 0 ? LH_EXIT_OK : rc;
 	if ((rc = report_paths(argc, argv, &ro)))
 		return rc;
+	if (ro.diff)
+		return report_diff(argv, &ro);
 	c = ro.c;
 	heatmap = ro.heatmap;
 	m.heat_hist = ro.heat_hist;
@@ -1419,79 +1753,8 @@ int report_main(int argc, char **argv)
 		fprintf(stderr, "lathist report: out of memory\n");
 		return LH_EXIT_RUNTIME;
 	}
-	for (int i = ro.first; i < argc && !err; i++)
-		err = read_file(&m, argv[i]);
-	if (err) {
-		rc = LH_EXIT_RUNTIME;
+	if ((rc = merge_inputs(&m, argv, ro.first, argc, &ro, heatmap)))
 		goto out;
-	}
-	if (m.heat_hist) {
-		if (!known_hist(&m, m.heat_hist)) {
-			char names[128] = "";
-
-			for (int i = 0; i < m.r.meta.nkinds; i++)
-				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-					 i ? ", " : "", m.r.meta.kinds[i].name);
-			lh_usage_error(TOOL, "--heatmap-hist '%s': %s has no such histogram; give "
-				       "one of %s", m.heat_hist, m.tool, names);
-			rc = LH_EXIT_USAGE;
-			goto out;
-		}
-	}
-	if (c.nle && lh_buckets_usable(&c, &m.r.meta.scheme, TOOL)) {	/* the inputs' scheme */
-		rc = LH_EXIT_USAGE;
-		goto out;
-	}
-	if ((heatmap && concurrent(&m, true)) || (!m.filters_mixed && concurrent(&m, false))) {
-		rc = LH_EXIT_RUNTIME;
-		goto out;
-	}
-	if (m.oncpu_docs && m.oncpu_docs < m.ndocs)
-		fprintf(stderr, "lathist report: %d of the %d inputs have on-CPU slices (--oncpu): "
-			"the oncpu histograms cover those runs only\n", m.oncpu_docs, m.ndocs);
-	if (heatmap && m.ndocs < 2) {
-		fprintf(stderr, "lathist report: --heatmap needs at least two documents (intervals: "
-			"run with -i and --series FILE)\n");
-		rc = LH_EXIT_RUNTIME;
-		goto out;
-	}
-	if (heatmap && lh_heatmap_empty(m.heat)) {	/* said before any output is written */
-		fprintf(stderr, "lathist report: --heatmap %s: the inputs have no events in the %s "
-			"histogram; give another with --heatmap-hist\n", heatmap,
-			m.heat_hist ? m.heat_hist : m.r.meta.kinds[0].name);
-		rc = LH_EXIT_RUNTIME;
-		goto out;
-	}
-	if (m.pmu_dropped)
-		fprintf(stderr, "lathist report: the inputs' counters (--counters) are not merged; "
-			"they are left out\n");
-	if (m.records_dropped)
-		fprintf(stderr, "lathist report: the inputs' record summaries (--slower-than) are "
-			"not merged; they are left out\n");
-	if (m.filters_mixed) {
-		lh_meta_add_filter(&m.r.meta, "mixed", false, "the inputs had different filters");
-	} else if (m.filters_obj) {
-		json_object_object_foreach(m.filters_obj, fname, fval) {
-			const char *v = json_object_get_string(fval);
-			static const char *const names[] = { "pid", "tid", "cpus", "cgroup", "disk" };
-
-			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-				if (!strcmp(fname, names[i]) && v)
-					lh_meta_add_filter(&m.r.meta, names[i],
-							   json_object_is_type(fval, json_type_int),
-							   "%s", v);
-		}
-	}
-	m.r.meta.parts = m.parts;
-	m.r.meta.nparts = m.nparts;
-	m.r.meta.anonymized = m.anonymized;
-	snprintf(m.r.meta.host, sizeof(m.r.meta.host), "%s", m.host);
-	snprintf(m.r.meta.kernel, sizeof(m.r.meta.kernel), "%s", m.kernel);
-	printable_only(m.r.meta.host, true);	/* printed in headers and labels */
-	printable_only(m.r.meta.kernel, true);
-	m.r.meta.start_realtime_ns = m.first_start;
-	m.r.meta.duration_ns = m.last_end - m.first_start;
-	lh_report_sort(&m.r);
 	if (c.anonymize && m.anonymized) {	/* hashing hashes again would hide nothing more */
 		lh_usage_error(TOOL, "--anonymize: the inputs are anonymized already "
 			       "(meta.anonymized); leave --anonymize out");

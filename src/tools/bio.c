@@ -27,6 +27,7 @@
 #include "registry.h"
 #include "util.h"
 #include "cgroup.h"
+#include "context.h"
 
 #define TOOL "bio"
 
@@ -331,6 +332,7 @@ static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 	m->has_bytes = true;
 	if (o->disk[0])
 		lh_meta_add_filter(m, "disk", false, "%s", o->disk);
+	lh_context_add_disks(m->context, o->disk[0] ? o->disk : NULL);
 }
 
 /* What this kernel has for type t: its tracepoints' BTF prototypes, the sweep. */

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from lh import ROOT, check
+from test_context import preempt_from_config
 from test_runq import ATTACH, COUNT_SLACK, LossBudget
 
 KERNELS = os.path.join(ROOT, "build", "kernels")
@@ -84,6 +85,23 @@ def check_kernel(kdir):
     doc = json.loads(sec[next(k for k in sec if k.startswith("doctor rc"))])
     check(doc["runq"] and doc["bio"], f"{name}: doctor says runq {doc['runq']} bio {doc['bio']}")
     summary = []
+    # the preemption model: what the kernel's own config says its default is (no
+    # preempt= on this command line), RT for the PREEMPT_RT build
+    config = glob.glob(os.path.join(kdir, "boot", "config-*"))[0]
+    with open(config) as f:
+        lines = f.read().splitlines()
+    want = preempt_from_config(lines)
+    ctx = json.loads(sec[f"runq-{ATTACH[0]} json"])["meta"]["context"]
+    check(ctx["preempt"] == want and ("-rt-" not in name or want == "rt"),
+          f"{name}: meta.context.preempt {ctx['preempt']} ({ctx['preempt_source']}), its config "
+          f"says {want}")
+    check(ctx["kernel_release"] == release, f"{name}: {ctx['kernel_release']} vs {release}")
+    # PREEMPT_DYNAMIC: read from debugfs, which the VM has not mounted (lathist mounts it in
+    # a mount namespace of its own); the VM is qemu TCG, which signs cpuid leaf 0x40000000
+    check("-rt-" in name or ctx["preempt_source"] == "debugfs", f"{name}: {ctx}")
+    check(ctx["hypervisor"] == "QEMU TCG", f"{name}: hypervisor {ctx['hypervisor']}")
+    summary.append(f"preempt {ctx['preempt']} ({ctx['preempt_source']}), hypervisor "
+                   f"{ctx['hypervisor']}")
     for attach in ATTACH:
         tag = f"runq-{attach}"
         check(sec.get(f"{tag} rc 0") is not None, f"{name} {tag}: {sec.keys()}\n{raw[-2000:]}")

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The measurement context: what a run's latencies depend on besides the
+ * workload (preemption model, latency settings on the kernel command line, SMT,
+ * frequency governors, the hypervisor, the traced disks' queues), read once at
+ * the start from /proc, /sys and cpuid, read-only; and the CPU time stolen by
+ * the hypervisor and the load over each aggregate. A fact that cannot be read
+ * is null, never an error. docs/schema.md (meta.context, meta.load) has the
+ * fields and their sources.
+ */
+#ifndef LATHIST_CONTEXT_H
+#define LATHIST_CONTEXT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "report.h"
+
+/*
+ * meta.context of a live run, as a json-c object (void * keeps json-c out of
+ * the header; the caller owns it: json_object_put). NULL on ENOMEM.
+ */
+void *lh_context_gather(void);
+
+/*
+ * bio: add "disks", the traced disks' queues (only, or with only NULL every
+ * disk with a blk-mq queue and a medium): name, scheduler, nr_requests,
+ * rotational, queue_depth (SCSI device/queue_depth, else the first hardware
+ * queue's nr_tags). At most 32 disks.
+ */
+void lh_context_add_disks(void *ctx, const char *only);
+
+/*
+ * The preemption model a kernel runs ("none", "voluntary", "full", "lazy",
+ * "rt"; "" unknown) and where it was read ("version": PREEMPT_RT in uname -v;
+ * "debugfs": the selected mode in sched/preempt, read through a private
+ * mount when debugfs is not mounted; "cmdline": preempt=; "config": the
+ * build's default in /proc/config.gz or /boot/config-RELEASE; "" unknown).
+ */
+void lh_context_preempt(char model[16], char source[16]);
+
+/* One sample of /proc/stat's cpu line and /proc/loadavg. */
+struct lh_usage {
+	bool ok;
+	uint64_t steal_ns;	/* stolen time, all CPUs, since boot (USER_HZ ticks as ns) */
+	uint64_t total_ns;	/* user..steal, all CPUs, since boot */
+	double loadavg;		/* 1-minute load average */
+};
+
+/* Take a sample; u->ok false when /proc/stat or /proc/loadavg cannot be read. */
+void lh_usage_sample(struct lh_usage *u);
+
+/* The load of the aggregate between samples a and b (l->known false unless both read). */
+void lh_load_between(struct lh_load *l, const struct lh_usage *a, const struct lh_usage *b);
+
+#endif /* LATHIST_CONTEXT_H */
