@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -49,8 +50,9 @@ static const char serve_help[] =
 	"  -i, --interval SEC     how often the kernel's aggregates are read (default 1)\n"
 	"      --max-series N     keys with series of their own, per tool (default 100); the\n"
 	"                         others fold into one key whose fields read \"other\"\n"
-	"      --fold-idle DUR    a key with no event this long folds into other for good\n"
-	"                         (an exited task, a removed cgroup; default 5m; 0: never)\n"
+	"      --fold-idle DUR    a task's or cgroup's key with no event this long loses its\n"
+	"                         series, its later events go to other (an exited task, a\n"
+	"                         removed cgroup; default 5m; 0: never)\n"
 	"      --buckets SPEC     the le buckets: MIN..MAX (default 1us..1m) or slot bounds\n"
 	"      --label NAME=VALUE a label on every series (repeatable)\n"
 	"Given to every tool: -p PID, --cgroup PATH, -u UNIT, --precision P, --attach TYPE,\n"
@@ -101,6 +103,8 @@ struct served {
 	pthread_mutex_t lock;		/* the state and the aggregate */
 	pthread_cond_t cond;
 	int state, rc;
+	bool asked;			/* named by --tools, or given an option of its own */
+	bool attached_once;		/* it traced */
 	struct lh_fold fold;
 	char attach[16];		/* its attach type, for the Serving line */
 };
@@ -115,6 +119,7 @@ struct serve {
 	struct served tools[8];
 	int ntools;
 	int fd;				/* the listening socket */
+	bool owned_by_http;		/* fd passed to libmicrohttpd, which closes it */
 };
 
 /* ---- the tools' threads ---- */
@@ -127,6 +132,7 @@ static void on_attached(struct lh_sink *k, struct lh_session *s)
 	snprintf(t->attach, sizeof(t->attach), "%s", s->report.meta.nattach ?
 		 s->report.meta.attach[0].type : "?");
 	t->state = T_ATTACHED;
+	t->attached_once = true;
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 }
@@ -380,9 +386,11 @@ static int parse(struct serve *sv, int argc, char **argv)
 
 		if (add_arg(s, s->desc->name) || add_arg(s, "-i") || add_arg(s, sv->interval))
 			return LH_EXIT_USAGE;
+		s->asked = sv->tools_arg != NULL;
 		for (int i = 0; i < ngiven; i++) {
 			if (!takes(s->desc, given[i].fwd))
 				continue;
+			s->asked |= !forwards[given[i].fwd].common;	/* --disk: bio is wanted */
 			snprintf(opt_name, sizeof(opt_name), "--%s", forwards[given[i].fwd].name);
 			if (add_arg(s, opt_name) || (given[i].arg && add_arg(s, given[i].arg))) {
 				lh_usage_error(TOOL, "too many options");
@@ -485,9 +493,32 @@ static char *render(struct serve *sv, bool strict, size_t *len)
 					    "now (at most --max-series; the others are in the "
 					    "\"other\" key).", t->fold.nown);
 			snprintf(name, sizeof(name), "lathist_%s_series_folded_total", t->desc->name);
-			lh_render_om_sample(f, &o, name, "counter", "Keys whose counts went to the "
-					    "\"other\" key (past --max-series, or idle for "
-					    "--fold-idle), each once.", t->fold.folded);
+			lh_render_om_sample(f, &o, name, "counter", "Keys without a series of "
+					    "their own (past --max-series; or idle for --fold-idle, "
+					    "their series dropped), each once.", t->fold.folded);
+			{
+				const char *kinds[LH_FOLD_MAX_KINDS];
+				uint64_t counts[LH_FOLD_MAX_KINDS];
+				const struct lh_meta *m = &t->fold.cum.meta;
+				int n = 0;
+
+				/* every kind of the tool, 0 until a series of it retires */
+				for (int k = 0; k < m->nkinds && n < LH_FOLD_MAX_KINDS; k++) {
+					kinds[n] = m->kinds[k].name;
+					counts[n] = 0;
+					for (int j = 0; j < t->fold.nretired; j++)
+						if (!strcmp(t->fold.retired[j].name, kinds[n]))
+							counts[n] = t->fold.retired[j].count;
+					n++;
+				}
+				snprintf(name, sizeof(name), "lathist_%s_retired_events_total",
+					 t->desc->name);
+				lh_render_om_labeled(f, &o, name, "counter", "Events of the series "
+						     "dropped when their key idled for --fold-idle "
+						     "(an exited task, a removed cgroup): with the "
+						     "series' _count they add up to every event since "
+						     "the start.", "kind", kinds, counts, n);
+			}
 		}
 		pthread_mutex_unlock(&t->lock);
 	}
@@ -514,11 +545,70 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int code, con
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept");	/* /metrics negotiates */
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ok = MHD_queue_response(conn, code, r);
 	MHD_destroy_response(r);
 	return ok;
+}
+
+/*
+ * Does an Accept header prefer OpenMetrics to the text format? Each media range
+ * with its q (RFC 9110 12.5.1; 1 when absent; case-insensitive types):
+ * OpenMetrics when application/openmetrics-text has a q above 0 and at least
+ * that of text/plain (or text/ *, * / *, whichever is most specific), so q=0 refuses
+ * it. Prometheus sends openmetrics-text first at q 1, text/plain at 0.5.
+ */
+static bool wants_openmetrics(const char *accept)
+{
+	double q_om = -1, q_text = -1;
+	int spec_text = -1;
+
+	for (const char *p = accept; p && *p; ) {
+		size_t n = strcspn(p, ","), tl;
+		const char *semi, *qp;
+		char range[256];
+		double q = 1;
+
+		snprintf(range, sizeof(range), "%.*s", (int)(n < sizeof(range) ? n : sizeof(range) - 1),
+			 p);
+		p += n + (p[n] == ',');
+		semi = strchr(range, ';');
+		for (qp = semi; qp && (qp = strchr(qp, ';')); qp++) {
+			const char *v = qp + 1;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') {
+				q = strtod(v + 2, NULL);
+				break;
+			}
+		}
+		{
+			char *t = range;
+
+			while (*t == ' ' || *t == '\t')
+				t++;
+			tl = semi ? (size_t)(semi - t) : strlen(t);
+			while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t'))
+				tl--;
+			if (tl == 28 && !strncasecmp(t, "application/openmetrics-text", 28)) {
+				if (q > q_om)
+					q_om = q;
+			} else {
+				int spec = tl == 10 && !strncasecmp(t, "text/plain", 10) ? 2 :
+					   tl == 6 && !strncasecmp(t, "text/*", 6) ? 1 :
+					   tl == 3 && !strncmp(t, "*/*", 3) ? 0 : -1;
+
+				if (spec > spec_text || (spec == spec_text && spec >= 0 && q > q_text)) {
+					spec_text = spec;
+					q_text = q;
+				}
+			}
+		}
+	}
+	return q_om > 0 && q_om >= q_text;
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
@@ -547,7 +637,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 		return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
 			     (char *)not_found, sizeof(not_found) - 1, false);
 	accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-	strict = accept && strstr(accept, "application/openmetrics-text");
+	strict = wants_openmetrics(accept);
 	body = render(sv, strict, &len);
 	if (!body)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
@@ -566,11 +656,47 @@ static void http_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- the run ---- */
 
-static void stop_tools(struct serve *sv)
+static void on_wake(int sig)
 {
+	(void)sig;
+}
+
+/*
+ * Interrupt each tool thread's wait (clock_nanosleep, epoll_wait return EINTR and
+ * see the run is ending) so that it ends now, not at its next interval: SIGUSR1,
+ * whose handler does nothing (SIGTERM again would kill: SA_RESETHAND).
+ */
+static void wake_tools(struct serve *sv)
+{
+	struct sigaction sa = { .sa_handler = on_wake };
+
+	sigaction(SIGUSR1, &sa, NULL);
 	for (int i = 0; i < sv->ntools; i++)
 		if (sv->tools[i].started)
-			pthread_join(sv->tools[i].thread, NULL);
+			pthread_kill(sv->tools[i].thread, SIGUSR1);
+}
+
+/* Join every tool thread, waking it again every 100 ms: a thread that looked at the
+ * run's end just before the first wake-up would sleep out its interval. */
+static void stop_tools(struct serve *sv)
+{
+	for (int i = 0; i < sv->ntools; i++) {
+		if (!sv->tools[i].started)
+			continue;
+		for (;;) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			if (pthread_timedjoin_np(sv->tools[i].thread, NULL, &ts) != ETIMEDOUT)
+				break;
+			pthread_kill(sv->tools[i].thread, SIGUSR1);
+		}
+	}
 }
 
 static int serve_run(struct serve *sv)
@@ -596,10 +722,14 @@ static int serve_run(struct serve *sv)
 			ok++;
 			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s (%s)", n ? ", " : "",
 					      t->desc->name, t->attach);
-		} else if (sv->tools_arg) {	/* asked for by name: no run without it */
+		} else if (t->rc == LH_EXIT_USAGE) {	/* a forwarded option it refused */
+			rc = LH_EXIT_USAGE;
+			break;
+		} else if (t->asked) {	/* asked for: no run without it */
 			fprintf(stderr, "lathist serve: %s did not start (see above)\n",
 				t->desc->name);
 			rc = LH_EXIT_RUNTIME;
+			break;
 		} else {
 			fprintf(stderr, "lathist serve: %s did not start (see above); serving the "
 				"others\n", t->desc->name);
@@ -617,6 +747,8 @@ static int serve_run(struct serve *sv)
 			fprintf(stderr, "lathist serve: cannot start the HTTP server on %s\n",
 				sv->listen);
 			rc = LH_EXIT_RUNTIME;
+		} else {
+			sv->owned_by_http = true;	/* MHD_stop_daemon closes it */
 		}
 	}
 	if (d) {
@@ -636,8 +768,11 @@ static int serve_run(struct serve *sv)
 			running += sv->tools[i].state == T_ATTACHED;
 			pthread_mutex_unlock(&sv->tools[i].lock);
 		}
-		if (!running) {
-			fprintf(stderr, "lathist serve: every tool has stopped (see above)\n");
+		if (running < ok) {
+			/* a tool that stops while serving would leave its series frozen with
+			 * nothing saying so: end, exit 1, and let the service manager restart */
+			fprintf(stderr, "lathist serve: a tool stopped while serving (see above); "
+				"ending (exit 1)\n");
 			rc = LH_EXIT_RUNTIME;
 			break;
 		}
@@ -645,12 +780,14 @@ static int serve_run(struct serve *sv)
 	}
 	if (d)
 		MHD_stop_daemon(d);
-	if (!lh_session_exiting() && rc != LH_EXIT_OK)
+	if (!lh_session_exiting())
 		raise(SIGTERM);		/* tells the tools still running to end */
+	wake_tools(sv);
 	stop_tools(sv);
 	for (int i = 0; i < sv->ntools; i++) {
-		if (sv->tools[i].started && sv->tools[i].rc && rc == LH_EXIT_OK)
-			rc = LH_EXIT_RUNTIME;	/* a tool failed on its way out */
+		/* a tool that failed on its way out (one that did not start is said above) */
+		if (sv->tools[i].attached_once && sv->tools[i].rc && rc == LH_EXIT_OK)
+			rc = LH_EXIT_RUNTIME;
 		lh_fold_free(&sv->tools[i].fold);
 	}
 	return rc;
@@ -670,7 +807,7 @@ int serve_main(int argc, char **argv)
 		lh_session_signals();	/* Ctrl-C from here on ends everything cleanly */
 		rc = serve_run(sv);
 	}
-	if (sv->fd >= 0)
+	if (sv->fd >= 0 && !sv->owned_by_http)
 		close(sv->fd);
 	for (int i = 0; i < sv->ntools; i++)
 		for (int j = 0; j < sv->tools[i].argc; j++)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Cumulative totals with a bounded number of series (fold.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fold.h"
@@ -94,19 +95,47 @@ static int add_into(struct lh_report *cum, const struct lh_hist *h, const struct
 	return lh_hist_merge(d, h) ? -EINVAL : 0;
 }
 
-/* Keys with no event for idle_ns lose their series: their histograms go to other. */
+/* Only a key of a task or a cgroup idles out: CPUs, disks and operations are few,
+ * and stay. */
+static bool may_idle(const struct lh_key *k)
+{
+	return k->fields & (LH_KEY_PID | LH_KEY_TID | LH_KEY_CGROUP);
+}
+
+/* Count h's events as retired under its name (fold.h retired[]). */
+static void tally_retired(struct lh_fold *f, const struct lh_hist *h)
+{
+	int i;
+
+	for (i = 0; i < f->nretired && strcmp(f->retired[i].name, h->name); i++)
+		;
+	if (i == f->nretired) {
+		if (i == LH_FOLD_MAX_KINDS)
+			return;
+		snprintf(f->retired[i].name, sizeof(f->retired[i].name), "%s", h->name);
+		f->nretired++;
+	}
+	f->retired[i].count = lh_add_sat(f->retired[i].count, h->count);
+}
+
+/*
+ * Keys of tasks and cgroups with no event for idle_ns lose their series: their
+ * histograms are dropped (their counts tallied in retired[]), not moved into
+ * other, which would show Prometheus's rate() and increase() a burst of events
+ * that happened long before; later events of such a key go to other.
+ */
 static int retire_idle(struct lh_fold *f, uint64_t now)
 {
-	size_t kept = 0, n;
+	size_t kept = 0;
 	bool any = false;
-	int err = 0;
 
 	if (!f->o.idle_ns)
 		return 0;
 	for (size_t i = 0; i < f->cap; i++) {
 		struct lh_fold_key *k = &f->keys[i];
 
-		if (k->state == LH_FOLD_OWN && now - k->last_ns >= f->o.idle_ns) {
+		if (k->state == LH_FOLD_OWN && now - k->last_ns >= f->o.idle_ns &&
+		    may_idle(&k->key)) {
 			k->state = LH_FOLD_RETIRED;
 			f->nown--;
 			f->folded++;
@@ -115,28 +144,15 @@ static int retire_idle(struct lh_fold *f, uint64_t now)
 	}
 	if (!any)
 		return 0;
-	/* by index: adding to other may move cum.hists */
-	n = f->cum.nhists;
-	for (size_t i = 0; i < n && !err; i++) {
-		struct lh_fold_key *k = key_find(f, &f->cum.hists[i].key);
-		struct lh_key o;
-		struct lh_hist h;
-
-		if (!k || k->state != LH_FOLD_RETIRED)
-			continue;
-		h = f->cum.hists[i];
-		o = other_of(&h.key);
-		err = add_into(&f->cum, &h, &o);
-	}
-	if (err)
-		return err;
 	for (size_t i = 0; i < f->cum.nhists; i++) {
 		struct lh_fold_key *k = key_find(f, &f->cum.hists[i].key);
 
-		if (k && k->state == LH_FOLD_RETIRED)
+		if (k && k->state == LH_FOLD_RETIRED) {
+			tally_retired(f, &f->cum.hists[i]);
 			lh_hist_free(&f->cum.hists[i]);
-		else
+		} else {
 			f->cum.hists[kept++] = f->cum.hists[i];
+		}
 	}
 	f->cum.nhists = kept;
 	lh_report_index_reset(&f->cum);
@@ -186,7 +202,8 @@ static int age(struct lh_fold *f, uint64_t now)
 		if (!k->state)
 			continue;
 		k->busy /= 2;
-		if (!f->o.idle_ns || k->state == LH_FOLD_OWN || now - k->last_ns < 2 * f->o.idle_ns)
+		if (!f->o.idle_ns || k->state == LH_FOLD_OWN || now - k->last_ns < 2 * f->o.idle_ns ||
+		    !may_idle(&k->key))
 			continue;
 		if (k->state == LH_FOLD_RETIRED && (!f->o.may_return || f->o.may_return(&k->key)))
 			continue;

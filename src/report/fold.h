@@ -2,12 +2,15 @@
 /*
  * A cumulative aggregate with a bounded number of series, for lathist serve
  * (DESIGN: "Cumulative exposition for Prometheus"). Intervals add into it;
- * at most max_series keys have series of their own, the others' counts go to
- * one key per histogram name whose fields all read "other" (LH_KEY_OTHER).
- * Every sum over all series stays exact, and no series it exposes ever goes
- * down: a key that loses its series (no event for idle_ns: an exited task,
- * a removed cgroup) never gets one again while it may come back, and a key
- * that gets a series late (room freed) starts a series it never had.
+ * at most max_series keys have series of their own (the first seen, then, as
+ * room frees, the busiest waiting), the others' counts go to one key per
+ * histogram name whose fields all read "other" (LH_KEY_OTHER). No series it
+ * exposes ever goes down. A key of a task or cgroup with no event for idle_ns
+ * (an exited task, a removed cgroup) loses its series: the series is dropped
+ * (Prometheus sees it end; its counts are tallied in retired[], not moved into
+ * other, which rate() would read as a burst), later events of the key go to
+ * other, and it never gets a series again while it may come back. So the
+ * series' _count plus retired[] add up to every event since the start.
  */
 #ifndef LATHIST_FOLD_H
 #define LATHIST_FOLD_H
@@ -17,9 +20,12 @@
 #include <stdint.h>
 #include "report.h"
 
+#define LH_FOLD_MAX_KINDS 8	/* histogram names with a retired tally */
+
 struct lh_fold_opts {
 	size_t max_series;	/* keys with a series of their own; 0: no cap */
-	uint64_t idle_ns;	/* a key with no event this long folds into other; 0: never */
+	uint64_t idle_ns;	/* a task's or cgroup's key with no event this long loses its
+				 * series; 0: never */
 	/* Could this key's task or cgroup still show up? Asked of a key folded for
 	 * being idle before its state is forgotten (a key that comes back after
 	 * that would start its old series again from 0). NULL: always. */
@@ -51,6 +57,11 @@ struct lh_fold {
 	uint64_t first_start_ns;	/* CLOCK_REALTIME when the first interval began */
 	uint64_t first_ns;	/* the caller's clock at the first interval */
 	uint64_t covered_ns;	/* the intervals' durations added */
+	struct {
+		char name[16];	/* histogram name: "wakeup" */
+		uint64_t count;	/* events of dropped series */
+	} retired[LH_FOLD_MAX_KINDS];
+	int nretired;
 };
 
 /* An empty aggregate with these options. */
@@ -59,8 +70,9 @@ void lh_fold_init(struct lh_fold *f, const struct lh_fold_opts *o);
 /*
  * Add one interval's report (its histograms, counters and kernel gaps; not its
  * counter rows or charges) at now_ns (the caller's clock, e.g. CLOCK_MONOTONIC),
- * then fold keys idle for idle_ns and give free series to the busiest keys
- * waiting. 0, -ENOMEM (f keeps what it had), -EINVAL on another slot scheme.
+ * then retire keys idle for idle_ns and give free series to the busiest keys
+ * waiting. 0, -ENOMEM (f may then hold part of the interval: the caller ends
+ * the run), -EINVAL on another slot scheme.
  */
 int lh_fold_add(struct lh_fold *f, const struct lh_report *interval, uint64_t now_ns);
 

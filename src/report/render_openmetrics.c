@@ -155,7 +155,16 @@ static void family(FILE *f, bool strict, const char *name, const char *type, con
 	snprintf(fam, sizeof(fam), "%s", name);
 	if (strict && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
 		fam[n - 6] = 0;
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam, help, fam, type);
+	/* HELP escapes \\ and newline (text 0.0.4), and " too in OpenMetrics */
+	fprintf(f, "# HELP %s ", fam);
+	for (const char *c = help; *c; c++)
+		if (*c == '\\' || (*c == '"' && strict))
+			fprintf(f, "\\%c", *c);
+		else if (*c == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*c, f);
+	fprintf(f, "\n# TYPE %s %s\n", fam, type);
 	if (unit && strict)
 		fprintf(f, "# UNIT %s %s\n", fam, unit);
 }
@@ -207,6 +216,19 @@ void lh_render_om_sample(FILE *f, const struct lh_om_opts *o, const char *name, 
 	family(f, o->strict, name, type, NULL, help);
 	plain(f, o, name, NULL);
 	fprintf(f, " %" PRIu64 "\n", value);
+}
+
+void lh_render_om_labeled(FILE *f, const struct lh_om_opts *o, const char *name,
+			  const char *type, const char *help, const char *lname,
+			  const char *const *lvals, const uint64_t *values, int n)
+{
+	family(f, o->strict, name, type, NULL, help);
+	for (int i = 0; i < n; i++) {
+		char *l = labels(o, lname, lvals[i], NULL);
+
+		fprintf(f, "%s{%s} %" PRIu64 "\n", name, l ? l : "", values[i]);
+		free(l);
+	}
 }
 
 void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_om_opts *o)

@@ -363,6 +363,12 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_o
 void lh_render_om_sample(FILE *f, const struct lh_om_opts *o, const char *name, const char *type,
 			 const char *help, uint64_t value);
 
+/* One family of n samples that differ in one label: name{o's labels,lname="lvals[i]"}
+ * values[i]. */
+void lh_render_om_labeled(FILE *f, const struct lh_om_opts *o, const char *name,
+			  const char *type, const char *help, const char *lname,
+			  const char *const *lvals, const uint64_t *values, int n);
+
 /*
  * Is every bound of an explicit bucket list (o->le_ns) a slot bound of
  * scheme s? 0, or -EINVAL with the first that is not in *bad and the slot

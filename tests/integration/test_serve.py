@@ -59,8 +59,7 @@ def whole(text, what):
     for tool in ("runq", "bio"):
         paired = [v for (n, l), v in s.items()
                   if n == f"lathist_{tool}_events_total" and ("class", "paired") in l]
-        counts = sum(v for (n, l), v in s.items() if n == f"lathist_{tool}_latency_seconds_count"
-                     and (tool == "runq" or ("stage", "total") in l))
+        counts = count_total(s, tool)
         check(len(paired) <= 1, f"{what}: {tool}: {len(paired)} paired counters")
         if paired:
             check(counts == paired[0], f"{what}: {tool}: the series count {counts} waits, "
@@ -68,23 +67,37 @@ def whole(text, what):
     return s
 
 
+def count_total(s, tool):
+    """Every event tool has counted: its series' _count (bio: the total stage) and the
+    events of series dropped after --fold-idle (lathist_<tool>_retired_events_total)."""
+    def counted(n, l):
+        if tool == "bio" and ("stage", "total") not in l and ("kind", "total") not in l:
+            return False
+        return n in (f"lathist_{tool}_latency_seconds_count",
+                     f"lathist_{tool}_retired_events_total")
+    return sum(v for (n, l), v in s.items() if counted(n, l))
+
+
 def no_decrease(prev, cur, what):
-    """No series present in both scrapes went down, nor any family's total over all series
-    (a key folding into other moves its counts, it does not lose them)."""
+    """No series present in both scrapes went down, nor any tool's count of every event;
+    and what Prometheus's increase() adds up over the series from one scrape to the next
+    (each series less itself before, a new one from 0, one gone counts nothing) is exactly
+    the events counted in between: a key losing its series (--fold-idle) shows no burst."""
     for k, v in cur.items():
         if k[0].endswith(GROWING) and k in prev:
             check(v >= prev[k], f"{what}: {k[0]} {dict(k[1])} went from {prev[k]} to {v}")
-
-    def totals(s):
-        out = {}
-        for (n, l), v in s.items():
-            if n.endswith(("_count", "_sum")):
-                out[n] = out.get(n, 0) + v
-        return out
-    before = totals(prev)
-    for n, v in totals(cur).items():
-        check(v >= before.get(n, 0) - 1e-6, f"{what}: {n} over all series went from "
-                                            f"{before.get(n)} to {v}")
+    if not prev:
+        return
+    for tool in ("runq", "bio"):
+        name = f"lathist_{tool}_latency_seconds_count"
+        if not any(n == name for n, _ in cur):
+            continue
+        inc = sum(v - prev.get((n, l), 0) for (n, l), v in cur.items()
+                  if n == name and (tool == "runq" or ("stage", "total") in l))
+        real = count_total(cur, tool) - count_total(prev, tool)
+        check(real >= 0, f"{what}: {tool}'s events went from {count_total(prev, tool)} to "
+                         f"{count_total(cur, tool)}")
+        check(inc == real, f"{what}: {tool}: the series grew by {inc}, the events by {real}")
 
 
 def own_keys(s, tool):
@@ -171,9 +184,21 @@ def test_serve_endpoints_and_formats():
         st, h, om = srv.get(accept="application/openmetrics-text;version=1.0.0,text/plain;"
                                    "version=0.0.4;q=0.5")
         check(h["Content-Type"].startswith(OM), f"OpenMetrics asked: {h['Content-Type']}")
+        check(h.get("Vary") == "Accept", f"no Vary: Accept: {h}")
+        for accept, want in (("application/openmetrics-text;q=0", "text/plain"),
+                             ("text/plain;q=1,application/openmetrics-text;q=0.5", "text/plain"),
+                             ("Application/OpenMetrics-Text", OM), ("*/*", "text/plain")):
+            st, h, _ = srv.get(accept=accept)
+            check(h["Content-Type"].startswith(want), f"Accept {accept}: {h['Content-Type']}")
     finally:
         rc, _, err = srv.stop(signal.SIGTERM)
     check(rc == 0, f"SIGTERM: exit {rc}: {err}")
+    # SIGTERM wakes the tools in the middle of a long interval
+    srv = Serve("-i", "30").start()
+    t0 = time.monotonic()
+    rc, _, err = srv.stop(signal.SIGTERM)
+    check(rc == 0 and time.monotonic() - t0 < 5, f"SIGTERM with -i 30: exit {rc} after "
+                                                 f"{time.monotonic() - t0:.1f} s: {err}")
     promtool_check(text)
     check(om.endswith("\n# EOF\n") and "# EOF" not in text, "# EOF: only OpenMetrics, at its end")
     fams = {f.name: f for f in text_string_to_metric_families(om)}
@@ -220,7 +245,11 @@ def test_serve_refusals():
                         (["--max-series", "0"], "0"), (["--fold-idle", "10ms"], "10ms"),
                         (["--tools", "runq", "--per-disk"], "--per-disk"),
                         (["--buckets", "1m..1us"], "1m..1us"), (["-i", "0"], "0"),
-                        (["--label", "9x=1"], "9x"), (["extra"], "extra")):
+                        (["--label", "9x=1"], "9x"), (["extra"], "extra"),
+                        # a forwarded option one tool refuses ends serve, exit 2
+                        (["--cpus", "9999", "--listen", f"127.0.0.1:{free_port()}"], "9999"),
+                        (["--disk", "nosuchdisk", "--listen", f"127.0.0.1:{free_port()}"],
+                         "nosuchdisk")):
         rc, out, err = run("serve", *args, timeout=30)
         check(rc == 2 and len(err.splitlines()) == 1 and value in err and not out,
               f"serve {args}: rc {rc} {err!r}")
@@ -550,9 +579,11 @@ def check_bio(prom, at, disk, stat0, stat1, issued):
 def test_serve_thread_storm_bounded():
     """20,000 short threads one after the other under --per-thread --max-series 50
     --fold-idle 2s: every scrape has at most 50 keys of their own plus other, is whole and
-    never below the one before, stays small and quick; other absorbs the rest, so the total
-    over all series is every thread's waits (schedstat pcount, within the losses); serve's
-    memory stays bounded (the exited threads' keys are forgotten)."""
+    never below the one before, and its series grow by exactly the events counted since the
+    last (a series dropped after --fold-idle makes no burst); it stays small and quick;
+    other absorbs the rest, so the series and the retired tally add up to every thread's
+    waits (schedstat pcount, within the losses); serve's memory stays bounded (the exited
+    threads' keys are forgotten)."""
     work = Workload("churn", 20000, 0)
     pid = work.start()
     srv = Serve("--tools", "runq", "--per-thread", "-p", str(pid), "--max-series", "50",
@@ -582,7 +613,9 @@ def test_serve_thread_storm_bounded():
     series = next(v for (n, _), v in s.items() if n == "lathist_runq_series")
     folded = next(v for (n, _), v in s.items() if n == "lathist_runq_series_folded_total")
     check(series == len(own) and folded >= 20000 - 50, f"series {series}, folded {folded}")
-    total = sum(v for (n, _), v in s.items() if n == "lathist_runq_latency_seconds_count")
+    total = count_total(s, "runq")	# the series, and those dropped after --fold-idle
+    retired = sum(v for (n, _), v in s.items() if n == "lathist_runq_retired_events_total")
+    check(retired > 0, "no series retired after --fold-idle 2s")
     lost = sum(v for (n, _), v in s.items() if n == "lathist_runq_losses_total")
     # every thread's own count, and the main thread's (woken at every join), final: read
     # when the process was dead but not reaped

@@ -128,18 +128,22 @@ static void test_idle_key_folds_and_room_goes_to_the_busiest(void **state)
 	lh_report_clear(&r);
 	other0 = other(&f.cum);
 	assert_int_equal(other0, 12);		/* 3 and 4 */
-	/* thread 1 goes quiet; 11 s later it has had no event for 10 s: its series goes,
-	 * its counts into other, and the freed room goes to the busiest waiting (3) */
+	/* thread 1 goes quiet; 11 s later it has had no event for 10 s: its series goes
+	 * (its 5 tallied as retired, not moved into other: rate() would read them as a
+	 * burst), and the freed room goes to the busiest waiting (3) */
 	interval(&r, later, c2, 3);
 	assert_int_equal(lh_fold_add(&f, &r, 12 * S), 0);
 	lh_report_clear(&r);
 	assert_int_equal(own(&f.cum, 1), -1);
 	assert_int_equal(f.nown, 2);
-	assert_int_equal(total(&f.cum), 24 + 53);
+	assert_int_equal(f.nretired, 1);
+	assert_string_equal(f.retired[0].name, "wakeup");
+	assert_int_equal(f.retired[0].count, 5);
+	assert_int_equal(total(&f.cum) + f.retired[0].count, 24 + 53);
 	/* 3 has the room now, its series from its next interval on: its earlier 11 stay
 	 * in other, and this interval's 50 went there too (the room came at its end) */
 	assert_int_equal(own(&f.cum, 3), -1);
-	assert_int_equal(other(&f.cum), other0 + 5 + 50 + 2);
+	assert_int_equal(other(&f.cum), other0 + 50 + 2);
 	interval(&r, later, c2, 3);
 	assert_int_equal(lh_fold_add(&f, &r, 13 * S), 0);
 	lh_report_clear(&r);
@@ -159,12 +163,16 @@ static void test_idle_key_folds_and_room_goes_to_the_busiest(void **state)
 }
 
 /* Random intervals over many keys: no exposed series ever goes down or comes back,
- * every sum is exact, the series stay at or under the cap. */
+ * the series' counts and the retired tally add up to every event, the series stay
+ * at or under the cap, and what Prometheus's increase() adds up over the series
+ * from one scrape to the next (each series now less the same series before, 0 for
+ * a new one; a series gone counts nothing) is exactly the interval's events. */
 static void test_no_series_goes_down(void **state)
 {
 	/* the threads here do come back: none may be forgotten (may_return NULL) */
 	struct lh_fold_opts o = { .max_series = 8, .idle_ns = 3 * S };
 	struct { uint32_t tid; long long n; bool had, gone; } seen[200] = { 0 };
+	long long prev_other = -1;
 	uint64_t sum = 0;
 	struct lh_fold f;
 	(void)state;
@@ -190,8 +198,23 @@ static void test_no_series_goes_down(void **state)
 		interval(&r, tids, counts, n);
 		assert_int_equal(lh_fold_add(&f, &r, (uint64_t)t * S), 0);
 		lh_report_clear(&r);
-		assert_int_equal(total(&f.cum), sum);
+		assert_int_equal(total(&f.cum) + (f.nretired ? f.retired[0].count : 0), sum);
 		assert_true(f.nown <= 8);
+		{
+			long long inc = other(&f.cum) - (prev_other < 0 ? 0 : prev_other);
+			uint64_t events = 0;
+
+			for (size_t i = 0; i < n; i++)
+				events += counts[i];
+			for (uint32_t tid = 1; tid < 200; tid++) {
+				long long c = own(&f.cum, tid);
+
+				if (c >= 0)
+					inc += c - (seen[tid].n > 0 && !seen[tid].gone ? seen[tid].n : 0);
+			}
+			assert_int_equal(inc, (long long)events);
+			prev_other = other(&f.cum);
+		}
 		for (uint32_t tid = 1; tid < 200; tid++) {
 			long long c = own(&f.cum, tid);
 
@@ -228,7 +251,7 @@ static void test_forgets_only_what_cannot_return(void **state)
 		lh_report_clear(&r);
 	}
 	assert_int_equal(f.nkeys, 1);		/* 1 retired, then forgotten */
-	assert_int_equal(total(&f.cum), 15);
+	assert_int_equal(total(&f.cum) + f.retired[0].count, 15);	/* 1's 3 retired */
 	lh_fold_free(&f);
 	o.may_return = NULL;			/* unknown: kept */
 	lh_fold_init(&f, &o);
@@ -244,10 +267,42 @@ static void test_forgets_only_what_cannot_return(void **state)
 	lh_fold_free(&f);
 }
 
+/* A CPU's (or disk's, or operation's) key keeps its series however long it is idle:
+ * there are few, and they stay. */
+static void test_cpu_keys_never_idle_out(void **state)
+{
+	struct lh_fold_opts o = { .max_series = 4, .idle_ns = S };
+	struct lh_key cpu = { .fields = LH_KEY_CPU, .cpu = 1 };
+	struct lh_report r;
+	struct lh_fold f;
+	struct lh_hist *h;
+	(void)state;
+	lh_fold_init(&f, &o);
+	for (uint64_t t = 1; t <= 10; t++) {
+		interval(&r, NULL, NULL, 0);
+		if (t == 1 || t == 10) {	/* events at the start and after 9 s idle */
+			h = lh_report_add_hist(&r, "wakeup", &cpu);
+			assert_non_null(h);
+			h->slots[1] = h->count = 4;
+			h->sum_ns = 4000;
+			h->max_ns = 1000;
+		}
+		assert_int_equal(lh_fold_add(&f, &r, t * S), 0);
+		lh_report_clear(&r);
+	}
+	assert_int_equal(f.cum.nhists, 1);
+	assert_false(f.cum.hists[0].key.fields & LH_KEY_OTHER);
+	assert_int_equal(f.cum.hists[0].count, 8);
+	assert_int_equal(f.nretired, 0);
+	assert_int_equal(f.nown, 1);
+	lh_fold_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cap_other_and_exact_sums),
+		cmocka_unit_test(test_cpu_keys_never_idle_out),
 		cmocka_unit_test(test_idle_key_folds_and_room_goes_to_the_busiest),
 		cmocka_unit_test(test_no_series_goes_down),
 		cmocka_unit_test(test_forgets_only_what_cannot_return),
