@@ -424,8 +424,11 @@ def test_full_maps_are_losses():
     loss = docs[1]["loss"]
     check(loss["start_map_full"] > 0, f"--max-requests 1 with two processes: {loss}")
     # the device was idle before: every request whose insert failed at creation ends
-    # either unpaired or, recorded at issue when the entry freed up, without queue stage
-    check(loss["start_map_full"] == loss["unpaired_before_trace"] + loss["no_queue_stage"] and
+    # either unpaired or, recorded at issue when the entry freed up, without queue stage;
+    # or it is merged into another request (block_rq_merge of an untracked request counts
+    # nothing; /sys/block counts the merge) and completes no request of its own
+    check(0 <= loss["start_map_full"] - loss["unpaired_before_trace"] - loss["no_queue_stage"]
+          <= merges[1] and
           loss["paired"] + loss["unpaired_before_trace"] + merges[1] ==
           2 * (READS + WRITES) == loss["events"] + merges[1],
           f"requests: {loss}, /sys/block merges {merges[1]}")
