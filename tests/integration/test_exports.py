@@ -149,7 +149,9 @@ def samples(text):
         labels = parse_labels(rest[:-1]) if rest else {}
         if "le" in labels:
             labels["le"] = float(labels["le"])
-        out[(name, frozenset(labels.items()))] = float(value)
+        key = (name, frozenset(labels.items()))
+        check(key not in out, f"series {name} {labels} appears twice in one exposition")
+        out[key] = float(value)
     return out
 
 
