@@ -205,8 +205,15 @@ static int age(struct lh_fold *f, uint64_t now)
 		if (!f->o.idle_ns || k->state == LH_FOLD_OWN || now - k->last_ns < 2 * f->o.idle_ns ||
 		    !may_idle(&k->key))
 			continue;
-		if (k->state == LH_FOLD_RETIRED && (!f->o.may_return || f->o.may_return(&k->key)))
+		/* may_return reads /proc or walks cgroupfs, under the aggregate's lock that
+		 * scrapes wait on: once per idle_ns per key, not every interval */
+		if (k->state == LH_FOLD_RETIRED &&
+		    (!f->o.may_return || now - k->asked_ns < f->o.idle_ns))
 			continue;
+		if (k->state == LH_FOLD_RETIRED && f->o.may_return(&k->key)) {
+			k->asked_ns = now;
+			continue;
+		}
 		k->state = 0;
 		f->nkeys--;
 		gone = true;

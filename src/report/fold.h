@@ -43,6 +43,7 @@ struct lh_fold_key {
 	struct lh_key key;
 	uint64_t last_ns;	/* the last interval with an event of it (caller's clock) */
 	uint64_t busy;		/* events, halved at every interval: how busy it is lately */
+	uint64_t asked_ns;	/* when may_return last said it may (asked once per idle_ns) */
 	uint8_t state;		/* enum lh_fold_state */
 };
 
