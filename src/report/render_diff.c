@@ -163,6 +163,8 @@ void lh_render_diff(FILE *f, const struct lh_report *a, const char *pa, struct l
 		matched++;
 		hist_pair(f, a, ha, b, hb, &starred);
 	}
+	if (!a->nhists && !nb)
+		fputs("\nno histograms on either side: neither run saw an event\n", f);
 	if (unmatched_a || nb > matched)
 		fprintf(f, "\n%zu histograms of A and %zu of B have no match on the other side (a key "
 			"with no events in one run, or a task's, which belongs to one run)\n", unmatched_a, nb - matched);

@@ -175,7 +175,7 @@ static void print_context(FILE *f, const struct lh_meta *m)
 
 	if (m->context) {
 		fprintf(f, "context: preempt %s", or_unknown(lh_context_str(m, "preempt")));
-		if (src)
+		if (src && strcmp(src, "mixed"))
 			fprintf(f, " (%s)", src);
 		fprintf(f, ", hypervisor %s, SMT %s, governor %s",
 			or_unknown(lh_context_str(m, "hypervisor")),
@@ -200,6 +200,9 @@ static void print_context(FILE *f, const struct lh_meta *m)
 				json_object_get_string(cmd) : "unknown");
 		}
 		if (json_object_object_get_ex(m->context, "disks", &disks) &&
+		    json_object_is_type(disks, json_type_string))
+			fprintf(f, "; disks: %s", json_object_get_string(disks));	/* mixed */
+		if (json_object_object_get_ex(m->context, "disks", &disks) &&
 		    json_object_is_type(disks, json_type_array)) {
 			fputs("; disks:", f);
 			for (size_t i = 0; i < json_object_array_length(disks); i++) {
@@ -223,12 +226,18 @@ static void print_context(FILE *f, const struct lh_meta *m)
 		    json_object_is_type(cmd, json_type_object)) {
 			int n = 0;
 
-			fputs("CONTEXT DIFFERS between the inputs (their latencies may not compare):", f);
+			/* boot ids differ between hosts and boots: not a setting */
 			json_object_object_foreach(cmd, k, v) {
-				fprintf(f, "%s %s %s", n++ ? ";" : "", k,
+				if (!strcmp(k, "boot_id"))
+					continue;
+				if (!n++)
+					fputs("CONTEXT DIFFERS between the inputs (their latencies may "
+					      "not compare):", f);
+				fprintf(f, "%s %s %s", n > 1 ? ";" : "", k,
 					json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 			}
-			fputc('\n', f);
+			if (n)
+				fputc('\n', f);
 		}
 	}
 	if (m->load.known) {
@@ -248,7 +257,8 @@ static void print_header(FILE *f, const struct lh_meta *m)
 		m->kernel, m->ncpus, m->clock);
 	print_context(f, m);
 	if (m->anonymized)
-		fputs("anonymized: pids, tids, task names and the host are salted hashes\n", f);
+		fputs("anonymized: pids, tids, task names, the host and its boot id are salted "
+		      "hashes\n", f);
 	if (m->unchecked[0])
 		fprintf(f, "NOT CHECKED: %s\n", m->unchecked);
 	fputs("attach:", f);

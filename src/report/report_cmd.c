@@ -74,6 +74,7 @@ struct merge {
 	uint32_t *hist_doc;		/* per merged histogram: the last document adding to it */
 	size_t hist_doc_cap;
 	json_object *ctx_vals;		/* meta.context: per field, the distinct values read */
+	int ctx_docs, ctx_missing;	/* inputs with a meta.context, and without one */
 	json_object *ctx_out;		/* the merged meta.context (merge_context_finish) */
 	bool load_unknown;		/* an input has no meta.load */
 	struct lh_load load;		/* the inputs' meta.load, added */
@@ -889,6 +890,178 @@ static void ctx_add_value(json_object *vals, json_object *v)
 		json_object_array_add(vals, ctx_clean(v, 0));
 }
 
+#define CTX_MAX_STR 1024		/* bytes of a context string */
+#define CTX_MAX_MEMBERS 64		/* cmdline settings, disks */
+
+/* A context string: printable-length, or the fix names the field. */
+static int ctx_str(struct merge *m, const char *field, json_object *v, bool null_ok)
+{
+	if (!v && null_ok)
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return bad(m, "meta.context.%s is %s, not a string", field,
+			   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	if (json_object_get_string_len(v) > CTX_MAX_STR)
+		return bad(m, "meta.context.%s is %d bytes long (at most %d)", field,
+			   json_object_get_string_len(v), CTX_MAX_STR);
+	return 0;
+}
+
+/*
+ * One field of meta.context as lathist writes it (docs/lathist-1.schema.json):
+ * strings or null, preempt and preempt_source from their lists, cmdline an
+ * object of strings and booleans, disks a list of disk objects; "mixed" where
+ * an input is a merge, with mixed[field] listing the values (each checked too).
+ */
+static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mixed)
+{
+	static const char *const strs[] = { "boot_id", "kernel_release", "kernel_version", "machine",
+					    "cpu_model", "cpus_online", "smt", "governor",
+					    "hypervisor", "lathist_version", "git_revision",
+					    "libbpf_version" };
+	static const char *const models[] = { "none", "voluntary", "full", "lazy", "rt" };
+	static const char *const sources[] = { "version", "debugfs", "cmdline", "config" };
+	const char *sv = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+	int err;
+
+	if (!in_mixed && sv && !strcmp(sv, "mixed"))
+		return 0;	/* a merge's: its values are in mixed, checked there */
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (!strcmp(k, strs[i]))
+			return ctx_str(m, k, v, true);
+	if (!strcmp(k, "preempt") || !strcmp(k, "preempt_source")) {
+		const char *const *list = k[7] ? sources : models;
+		size_t n = k[7] ? 4 : 5;
+
+		if (!v)
+			return 0;
+		for (size_t i = 0; sv && i < n; i++)
+			if (!strcmp(sv, list[i]))
+				return 0;
+		return bad(m, "meta.context.%s is %.64s, not one of %s", k,
+			   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), k[7] ?
+			   "version, debugfs, cmdline, config" : "none, voluntary, full, lazy, rt");
+	}
+	if (!strcmp(k, "cmdline")) {
+		if (!v)
+			return 0;
+		if (!json_object_is_type(v, json_type_object) ||
+		    json_object_object_length(v) > CTX_MAX_MEMBERS)
+			return bad(m, "meta.context.cmdline is not an object of at most %d settings",
+				   CTX_MAX_MEMBERS);
+		json_object_object_foreach(v, ck, cv) {
+			if (strlen(ck) > 64 || (!json_object_is_type(cv, json_type_boolean) &&
+						(err = ctx_str(m, "cmdline setting", cv, false))))
+				return bad(m, "meta.context.cmdline.%.64s is not a setting (a string, "
+					   "or true for a flag)", ck);
+		}
+		return 0;
+	}
+	if (!strcmp(k, "disks")) {
+		static const char *const dk[] = { "name", "scheduler", "nr_requests", "rotational",
+						  "queue_depth" };
+
+		if (!v)
+			return 0;
+		if (!json_object_is_type(v, json_type_array) ||
+		    json_object_array_length(v) > CTX_MAX_MEMBERS)
+			return bad(m, "meta.context.disks is not a list of at most %d disks",
+				   CTX_MAX_MEMBERS);
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			json_object *d = json_object_array_get_idx(v, i), *x;
+
+			if (!json_object_is_type(d, json_type_object) ||
+			    json_object_object_length(d) != 5)
+				return bad(m, "meta.context.disks[%zu] is not {name, scheduler, "
+					   "nr_requests, rotational, queue_depth}", i);
+			for (size_t j = 0; j < 5; j++) {
+				bool ok = json_object_object_get_ex(d, dk[j], &x);
+				json_type t = json_object_get_type(x);
+
+				ok = ok && (j == 0 ? t == json_type_string : !x ? true :
+					    j == 1 ? t == json_type_string :
+					    j == 3 ? t == json_type_boolean :
+					    t == json_type_int && json_object_get_int64(x) >= 0);
+				if (!ok || (t == json_type_string &&
+					    json_object_get_string_len(x) > 64))
+					return bad(m, "meta.context.disks[%zu].%s is missing or not "
+						   "what lathist writes", i, dk[j]);
+			}
+		}
+		return 0;
+	}
+	if (!strcmp(k, "inputs_without_context") && !in_mixed) {
+		if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
+			return 0;
+		return bad(m, "meta.context.inputs_without_context is not a count");
+	}
+	return bad(m, "meta.context has an unknown field '%.64s'", k);
+}
+
+/* Every field of an input's meta.context, and its mixed lists. */
+static int ctx_check(struct merge *m, json_object *ctx)
+{
+	json_object *mixed = NULL;
+	int err;
+
+	json_object_object_foreach(ctx, k, v) {
+		if (!strcmp(k, "mixed")) {
+			mixed = v;
+			continue;
+		}
+		if ((err = ctx_field(m, k, v, false)))
+			return err;
+	}
+	if (!mixed)
+		return 0;
+	if (!json_object_is_type(mixed, json_type_object))
+		return bad(m, "meta.context.mixed is not an object of lists");
+	json_object_object_foreach(mixed, mk, mv) {
+		json_object *own;
+
+		if (!json_object_is_type(mv, json_type_array) ||
+		    json_object_array_length(mv) > CTX_MAX_VALUES ||
+		    !json_object_object_get_ex(ctx, mk, &own) ||
+		    !json_object_is_type(own, json_type_string) ||
+		    strcmp(json_object_get_string(own), "mixed"))
+			return bad(m, "meta.context.mixed.%.64s is not the list of values of a "
+				   "field that reads \"mixed\"", mk);
+		for (size_t i = 0; i < json_object_array_length(mv); i++)
+			if ((err = ctx_field(m, mk, json_object_array_get_idx(mv, i), true)))
+				return err;
+	}
+	return 0;
+}
+
+/* meta.load.k: a whole number (0..2^64-1) into *out, or a message naming it. */
+static int load_u64(struct merge *m, json_object *ld, const char *k, uint64_t *out)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(ld, k, &v) || get_u64(ld, k, out))
+		return bad(m, "meta.load.%s is %s, not a whole number of ns from 0 to 2^64-1", k,
+			   v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "missing");
+	return 0;
+}
+
+/* meta.load.k: a load average (0..1e6) or, when null_ok, null; *out (0 for null). */
+static int load_avg(struct merge *m, json_object *ld, const char *k, bool null_ok, double *out)
+{
+	json_object *v = NULL;
+	bool num;
+
+	json_object_object_get_ex(ld, k, &v);
+	*out = 0;
+	if (!v && null_ok)
+		return 0;
+	num = json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
+	if (!num || json_object_get_double(v) < 0 || json_object_get_double(v) > 1e6)
+		return bad(m, "meta.load.%s is %s, not a load average from 0 to 10^6", k,
+			   v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "missing");
+	*out = json_object_get_double(v);
+	return 0;
+}
+
 /*
  * meta.context and meta.load of one input: every context field's distinct
  * values (a field an input lacks counts as null), the loads added. A context
@@ -902,6 +1075,23 @@ static int merge_ctx(struct merge *m, json_object *meta)
 
 	if (has && !json_object_is_type(ctx, json_type_object))
 		return bad(m, "meta.context is not an object");
+	if (has) {
+		json_object *kr;
+		char k[128];
+		int err = ctx_check(m, ctx);
+
+		if (err)
+			return err;
+		if (json_object_object_get_ex(ctx, "kernel_release", &kr) && kr &&
+		    strcmp(json_object_get_string(kr), "mixed") &&
+		    !get_str(meta, "kernel", k, sizeof(k)) && strcmp(k, "mixed") &&
+		    strcmp(k, json_object_get_string(kr)))
+			return bad(m, "meta.context.kernel_release %.64s is not meta.kernel %s",
+				   json_object_get_string(kr), k);
+	} else {
+		m->ctx_missing++;	/* a lathist before 0.3: nothing known, not "null" */
+		goto load;
+	}
 	if (!m->ctx_vals && !(m->ctx_vals = json_object_new_object()))
 		return -ENOMEM;
 	if (has) {
@@ -913,10 +1103,14 @@ static int merge_ctx(struct merge *m, json_object *meta)
 
 			if (!strcmp(k, "mixed"))
 				continue;
+			if (!strcmp(k, "inputs_without_context")) {
+				m->ctx_missing += (int)json_object_get_int64(v);
+				continue;
+			}
 			if (!json_object_object_get_ex(m->ctx_vals, k, &vals)) {
 				vals = json_object_new_array();
 				json_object_object_add(m->ctx_vals, k, vals);
-				if (m->ndocs)		/* the inputs before had none */
+				if (m->ctx_docs)	/* the inputs before had none */
 					ctx_add_value(vals, NULL);
 			}
 			if (json_object_is_type(v, json_type_string) &&
@@ -930,21 +1124,27 @@ static int merge_ctx(struct merge *m, json_object *meta)
 		}
 	}
 	json_object_object_foreach(m->ctx_vals, k, vals)
-		if (!has || !json_object_object_get_ex(ctx, k, NULL))
+		if (!json_object_object_get_ex(ctx, k, NULL))
 			ctx_add_value(vals, NULL);
 	(void)vals;
+	m->ctx_docs++;
+load:
 	if (json_object_object_get_ex(meta, "load", &ld) && ld) {
-		json_object *mx;
 		uint64_t steal, cpu;
-		double lmax;
+		double lmax, la, lb;
+		int err;
 
-		if (!json_object_is_type(ld, json_type_object) || get_u64(ld, "steal_ns", &steal) ||
-		    get_u64(ld, "cpu_ns", &cpu) || steal > cpu ||
-		    !json_object_object_get_ex(ld, "loadavg_1m_max", &mx) ||
-		    !(json_object_is_type(mx, json_type_double) ||
-		      json_object_is_type(mx, json_type_int)) ||
-		    (lmax = json_object_get_double(mx)) < 0 || lmax > 1e9)
-			return bad(m, "meta.load is not steal_ns <= cpu_ns and a loadavg_1m_max");
+		if (!json_object_is_type(ld, json_type_object))
+			return bad(m, "meta.load is not an object");
+		if ((err = load_u64(m, ld, "steal_ns", &steal)) ||
+		    (err = load_u64(m, ld, "cpu_ns", &cpu)) ||
+		    (err = load_avg(m, ld, "loadavg_1m_max", false, &lmax)) ||
+		    (err = load_avg(m, ld, "loadavg_1m_start", true, &la)) ||
+		    (err = load_avg(m, ld, "loadavg_1m_end", true, &lb)))
+			return err;
+		if (steal > cpu)
+			return bad(m, "meta.load.steal_ns %" PRIu64 " is more than cpu_ns %" PRIu64
+				   " (stolen time is part of all CPU time)", steal, cpu);
 		m->load.steal_ns = lh_add_sat(m->load.steal_ns, steal);
 		m->load.cpu_ns = lh_add_sat(m->load.cpu_ns, cpu);
 		if (lmax > m->load.loadavg_max)
@@ -974,7 +1174,7 @@ static int merge_ctx(struct merge *m, json_object *meta)
 static void merge_context_finish(struct merge *m)
 {
 	static const char *const moving[] = { "kernel_release", "preempt", "cmdline", "governor",
-					      "smt", "hypervisor" };
+					      "smt", "hypervisor", "disks" };
 	json_object *mixed;
 	char said[512] = "";
 
@@ -1005,6 +1205,13 @@ static void merge_context_finish(struct merge *m)
 			n = strlen(said);
 			snprintf(said + n, sizeof(said) - n, ")");
 		}
+	}
+	if (m->ctx_missing && m->ctx_docs) {
+		json_object_object_add(m->ctx_out, "inputs_without_context",
+				       json_object_new_int(m->ctx_missing));
+		fprintf(stderr, "lathist report: %d of the %d inputs carry no measurement context (a "
+			"lathist before 0.3): meta.context is the others'\n", m->ctx_missing,
+			m->ctx_missing + m->ctx_docs);
 	}
 	if (json_object_object_length(mixed))
 		json_object_object_add(m->ctx_out, "mixed", mixed);
@@ -1523,7 +1730,7 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		}
 	}
 	o->first = optind;
-	if (optind >= argc) {
+	if (optind >= argc && !o->diff) {
 		lh_usage_error(TOOL, "no input; give one or more files written by lathist -f json");
 		return LH_EXIT_USAGE;
 	}

@@ -304,14 +304,55 @@ def test_report_marks_mixed_contexts():
         check(rc == 0, err)
         vals = json.loads(out)["meta"]["context"]["mixed"]["preempt"]
         check(sorted(vals) == sorted({orig["preempt"], "rt", "full"}), f"{vals}")
-        # not an object: refused
-        with open(c) as f:
+        # hand-edited contexts and loads that lathist does not write: refused, naming the field
+        for ctx_edit, load_edit, said in (
+                ("fast machine", None, "meta.context is not an object"),
+                ({"preempt": 5}, None, "meta.context.preempt is 5"),
+                ({"preempt": "turbo"}, None, "meta.context.preempt is \"turbo\""),
+                ({"smt": ["on"]}, None, "meta.context.smt is [\"on\"]"),
+                ({"cmdline": "quiet"}, None, "meta.context.cmdline is not an object"),
+                ({"disks": "vda"}, None, "meta.context.disks is not a list"),
+                ({"foo": {}}, None, "unknown field 'foo'"),
+                ({"governor": "x" * 2000}, None, "meta.context.governor is 2000 bytes"),
+                ({"kernel_release": "6.1.0-rt"}, None, "meta.context.kernel_release 6.1.0-rt is "
+                                                       "not meta.kernel"),
+                (None, {"steal_ns": -5}, "meta.load.steal_ns is -5"),
+                (None, {"loadavg_1m_max": "high"}, "meta.load.loadavg_1m_max is \"high\""),
+                (None, {"steal_ns": 10**12, "cpu_ns": 1}, "is more than cpu_ns")):
+            with open(a) as f:
+                d = json.load(f)
+            if isinstance(ctx_edit, dict):
+                d["meta"]["context"].update(ctx_edit)
+            elif ctx_edit:
+                d["meta"]["context"] = ctx_edit
+            if load_edit:
+                d["meta"]["load"].update(load_edit)
+            with open(c, "w") as f:
+                json.dump(d, f)
+            rc, out, err = run("report", c)
+            check(rc == 1 and said in err and len(err.splitlines()) == 1,
+                  f"{ctx_edit or load_edit}: rc {rc} {err!r}")
+        # two boots (or hosts) differ in boot id only: merged without a word
+        with open(a) as f:
             d = json.load(f)
-        d["meta"]["context"] = "fast machine"
+        d["meta"]["context"]["boot_id"] = "0" * 8 + d["meta"]["context"]["boot_id"][8:]
+        d["meta"]["run_id"] = "e" * 32
+        d["meta"]["start_realtime_ns"] += 20 * 10**9
         with open(c, "w") as f:
             json.dump(d, f)
-        rc, out, err = run("report", c)
-        check(rc != 0 and "meta.context is not an object" in err, f"{rc} {err}")
+        rc, text, err = run("report", a, c)
+        check(rc == 0 and "CONTEXT DIFFERS" not in text and "different contexts" not in err,
+              f"boot ids only: {err} {text[:400]}")
+        # an input with no context (a lathist before 0.3) is left out, and said
+        d["meta"].pop("context")
+        d["meta"].pop("load")
+        with open(c, "w") as f:
+            json.dump(d, f)
+        rc, out, err = run("report", "-f", "json", a, c)
+        ctx = json.loads(out)["meta"]["context"]
+        check(rc == 0 and "1 of the 2 inputs carry no measurement context" in err and
+              ctx["inputs_without_context"] == 1 and ctx["preempt"] == orig["preempt"] and
+              "mixed" not in ctx, f"{err} {ctx}")
     finally:
         shutil.rmtree(tmp)
 
