@@ -849,6 +849,10 @@ def test_anonymize():
             check(h["key"]["tid"] not in tids and h["key"]["pid"] != pid and
                   h["key"]["comm"].startswith("task-"), f"key {h['key']}")
         check("runqwork" not in text, "a real task name is left")
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        check(boot not in text and doc["meta"]["context"]["boot_id"].startswith("boot-"),
+              "the real boot id is left")
         hashed = {h["key"]["pid"] for h in doc["histograms"]}
         check(hashed == {doc["meta"]["filters"]["pid"]}, f"pids {hashed}")
         # the same salt through report gives the same hash of the same pid
@@ -913,5 +917,5 @@ def test_anonymize():
                       f"{args} salt {salt!r}: rc {q.returncode}, {q.stderr!r}")
         q = subprocess.run([LATHIST, "runq", "-d", "0.2", "--anonymize"], capture_output=True,
                            text=True, env=env)
-        check(q.returncode == 0 and "anonymized: pids, tids, task names and the host" in
+        check(q.returncode == 0 and "anonymized: pids, tids, task names, the host and its boot id" in
               q.stdout, q.stdout[:300])
