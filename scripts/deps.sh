@@ -8,7 +8,7 @@ level=${1:-build}
 build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev libssl-dev
   libmicrohttpd-dev
   help2man)
-test_pkgs=(libcmocka-dev python3 util-linux fdisk procps man-db python3-jsonschema python3-prometheus-client
+test_pkgs=(libcmocka-dev python3 strace util-linux fdisk procps man-db python3-jsonschema python3-prometheus-client
   librsvg2-bin qemu-system-x86 busybox-static cpio libclang-rt-14-dev systemd)
 # Unpacked (not installed) into build/tools for the export tests, so that no
 # Prometheus service is installed or started: promtool and node_exporter.
