@@ -19,6 +19,7 @@
 #endif
 #include "context.h"
 #include "gitrev.h"
+#include "util.h"
 #include "version.h"
 
 #define MAX_DISKS 32
@@ -179,11 +180,15 @@ static int kernel_cmdline(char *buf, size_t len)
 	return 0;
 }
 
-/* Value of cmdline word NAME=VALUE (the last one, as the kernel takes it) into out. */
-static bool cmdline_value(const char *cmdline, const char *name, char *out, size_t len)
+/* Is NAME on the command line: as NAME=VALUE (its value, the last one as the kernel
+ * takes it, into out), as a flag NAME alone, or not at all. */
+enum cmdline_word { CMD_ABSENT, CMD_FLAG, CMD_VALUE };
+
+static enum cmdline_word cmdline_word(const char *cmdline, const char *name, char *out,
+				      size_t len)
 {
+	enum cmdline_word found = CMD_ABSENT;
 	size_t nl = strlen(name);
-	bool found = false;
 
 	for (const char *w = cmdline; *w; ) {
 		size_t wl;
@@ -193,14 +198,21 @@ static bool cmdline_value(const char *cmdline, const char *name, char *out, size
 		wl = strcspn(w, " ");
 		if (wl > nl && !strncmp(w, name, nl) && w[nl] == '=') {
 			snprintf(out, len, "%.*s", (int)(wl - nl - 1), w + nl + 1);
-			found = true;
+			found = CMD_VALUE;
+		} else if (wl == nl && !strncmp(w, name, nl) && found == CMD_ABSENT) {
+			found = CMD_FLAG;	/* a value anywhere wins over the flag */
 		}
 		w += wl;
 	}
 	return found;
 }
 
-void lh_context_preempt(char model[16], char source[16])
+/*
+ * The preemption model a kernel runs ("none", "voluntary", "full", "lazy", "rt";
+ * "" unknown) and where it was read ("version", "debugfs", "cmdline", "config";
+ * "" unknown): docs/schema.md, meta.context.preempt.
+ */
+static void context_preempt(char model[16], char source[16])
 {
 	char text[256], cmdline[4096];
 	struct utsname u;
@@ -218,7 +230,7 @@ void lh_context_preempt(char model[16], char source[16])
 		return;
 	}
 	if (strstr(u.version, "PREEMPT_DYNAMIC") && !kernel_cmdline(cmdline, sizeof(cmdline)) &&
-	    cmdline_value(cmdline, "preempt", text, sizeof(text)) &&
+	    cmdline_word(cmdline, "preempt", text, sizeof(text)) == CMD_VALUE &&
 	    (!strcmp(text, "none") || !strcmp(text, "voluntary") || !strcmp(text, "full") ||
 	     !strcmp(text, "lazy"))) {
 		snprintf(model, 16, "%.15s", text);
@@ -254,22 +266,11 @@ static json_object *latency_cmdline(void)
 		return NULL;
 	o = json_object_new_object();
 	for (size_t i = 0; o && i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t nl = strlen(names[i]);
-		bool flag = false;
+		enum cmdline_word w = cmdline_word(cmdline, names[i], v, sizeof(v));
 
-		for (const char *w = cmdline; *w; ) {
-			size_t wl;
-
-			while (*w == ' ')
-				w++;
-			wl = strcspn(w, " ");
-			if (wl == nl && !strncmp(w, names[i], nl))
-				flag = true;
-			w += wl;
-		}
-		if (cmdline_value(cmdline, names[i], v, sizeof(v)))
+		if (w == CMD_VALUE)
 			json_object_object_add(o, names[i], json_object_new_string(v));
-		else if (flag)
+		else if (w == CMD_FLAG)
 			json_object_object_add(o, names[i], json_object_new_boolean(true));
 	}
 	return o;
@@ -307,88 +308,46 @@ static json_object *cpu_model(void)
 	return o;
 }
 
-/* CPUs 0..n-1 online per /sys/devices/system/cpu/online, marked in on[]. */
-static int online_list(bool *on, int max)
-{
-	char buf[4096], *p = buf;
-	int n = 0;
-
-	if (read_line("/sys/devices/system/cpu/online", buf, sizeof(buf)) <= 0)
-		return -1;
-	while (*p) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-
-		if (end == p)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (long c = a; c <= b && c < max; c++, n++)
-			on[c] = true;
-		p = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			break;
-	}
-	return n;
-}
-
 /*
  * Every online CPU's cpufreq scaling_governor, summarized: "performance" when
  * all agree, else "performance (0-3), powersave (4-7)"; NULL without cpufreq
- * (a VM without a cpufreq driver has none).
+ * (a VM without a cpufreq driver has none). The first LH_MAX_CPU_WORDS * 64 CPUs.
  */
 static json_object *governors(void)
 {
-	enum { MAXC = 4096, MAXG = 8 };
-	bool on[MAXC];
-	char names[MAXG][32], out[512] = "", path[96], g[32];
-	int which[MAXC], ng = 0, seen = 0;
+	enum { MAXG = 8, NCPU = LH_MAX_CPU_WORDS * 64 };
+	uint64_t online[LH_MAX_CPU_WORDS], mask[MAXG][LH_MAX_CPU_WORDS];
+	char names[MAXG][32], out[512] = "", path[96], g[32], list[256];
+	int ng = 0;
 
-	memset(on, 0, sizeof(on));
-	if (online_list(on, MAXC) <= 0)
+	if (lh_online_cpus(online, LH_MAX_CPU_WORDS, NCPU))
 		return NULL;
-	for (int c = 0; c < MAXC; c++) {
+	memset(mask, 0, sizeof(mask));
+	for (int c = 0; c < NCPU; c++) {
 		int k;
 
-		which[c] = -1;
-		if (!on[c])
+		if (!(online[c / 64] >> (c % 64) & 1))
 			continue;
 		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", c);
 		if (read_line(path, g, sizeof(g)) <= 0)
 			continue;
 		for (k = 0; k < ng && strcmp(names[k], g); k++)
 			;
-		if (k == ng && ng < MAXG)
+		if (k == ng && ng == MAXG)
+			continue;
+		if (k == ng)
 			snprintf(names[ng++], sizeof(names[0]), "%s", g);
-		which[c] = k < ng ? k : -1;
-		seen++;
+		mask[k][c / 64] |= 1ULL << (c % 64);
 	}
-	if (!seen)
+	if (!ng)
 		return NULL;
 	if (ng == 1)
 		return json_object_new_string(names[0]);
 	for (int k = 0; k < ng; k++) {
 		size_t n = strlen(out);
-		bool first = true;
 
-		snprintf(out + n, sizeof(out) - n, "%s%s (", k ? ", " : "", names[k]);
-		for (int c = 0; c < MAXC; c++) {
-			int e = c;
-
-			if (which[c] != k)
-				continue;
-			while (e + 1 < MAXC && which[e + 1] == k)
-				e++;
-			n = strlen(out);
-			if (e > c)
-				snprintf(out + n, sizeof(out) - n, "%s%d-%d", first ? "" : ",", c, e);
-			else
-				snprintf(out + n, sizeof(out) - n, "%s%d", first ? "" : ",", c);
-			first = false;
-			c = e;
-		}
-		n = strlen(out);
-		snprintf(out + n, sizeof(out) - n, ")");
+		lh_format_cpulist(mask[k], LH_MAX_CPU_WORDS, list, sizeof(list));
+		snprintf(out + n, sizeof(out) - n, "%s%s (%s)", k ? ", " : "", names[k], list);
 	}
 	return json_object_new_string(out);
 }
@@ -458,7 +417,7 @@ void *lh_context_gather(void)
 	json_object_object_add(o, "kernel_release", json_object_new_string(u.release));
 	json_object_object_add(o, "kernel_version", json_object_new_string(u.version));
 	json_object_object_add(o, "machine", json_object_new_string(u.machine));
-	lh_context_preempt(model, source);
+	context_preempt(model, source);
 	json_object_object_add(o, "preempt", str_or_null(model));
 	json_object_object_add(o, "preempt_source", str_or_null(source));
 	json_object_object_add(o, "cmdline", latency_cmdline());

@@ -29,15 +29,6 @@ void *lh_context_gather(void);
  */
 void lh_context_add_disks(void *ctx, const char *only);
 
-/*
- * The preemption model a kernel runs ("none", "voluntary", "full", "lazy",
- * "rt"; "" unknown) and where it was read ("version": PREEMPT_RT in uname -v;
- * "debugfs": the selected mode in sched/preempt, read through a private
- * mount when debugfs is not mounted; "cmdline": preempt=; "config": the
- * build's default in /proc/config.gz or /boot/config-RELEASE; "" unknown).
- */
-void lh_context_preempt(char model[16], char source[16]);
-
 /* One sample of /proc/stat's cpu line and /proc/loadavg. */
 struct lh_usage {
 	bool ok;
