@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -922,7 +923,6 @@ static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mix
 	static const char *const models[] = { "none", "voluntary", "full", "lazy", "rt" };
 	static const char *const sources[] = { "version", "debugfs", "cmdline", "config" };
 	const char *sv = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-	int err;
 
 	if (!in_mixed && sv && !strcmp(sv, "mixed"))
 		return 0;	/* a merge's: its values are in mixed, checked there */
@@ -930,8 +930,9 @@ static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mix
 		if (!strcmp(k, strs[i]))
 			return ctx_str(m, k, v, true);
 	if (!strcmp(k, "preempt") || !strcmp(k, "preempt_source")) {
-		const char *const *list = k[7] ? sources : models;
-		size_t n = k[7] ? 4 : 5;
+		bool src = !strcmp(k, "preempt_source");
+		const char *const *list = src ? sources : models;
+		size_t n = src ? 4 : 5;
 
 		if (!v)
 			return 0;
@@ -939,7 +940,7 @@ static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mix
 			if (!strcmp(sv, list[i]))
 				return 0;
 		return bad(m, "meta.context.%s is %.64s, not one of %s", k,
-			   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), k[7] ?
+			   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), src ?
 			   "version, debugfs, cmdline, config" : "none, voluntary, full, lazy, rt");
 	}
 	if (!strcmp(k, "cmdline")) {
@@ -951,7 +952,7 @@ static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mix
 				   CTX_MAX_MEMBERS);
 		json_object_object_foreach(v, ck, cv) {
 			if (strlen(ck) > 64 || (!json_object_is_type(cv, json_type_boolean) &&
-						(err = ctx_str(m, "cmdline setting", cv, false))))
+						ctx_str(m, "cmdline setting", cv, false)))
 				return bad(m, "meta.context.cmdline.%.64s is not a setting (a string, "
 					   "or true for a flag)", ck);
 		}
@@ -1044,14 +1045,14 @@ static int load_u64(struct merge *m, json_object *ld, const char *k, uint64_t *o
 	return 0;
 }
 
-/* meta.load.k: a load average (0..1e6) or, when null_ok, null; *out (0 for null). */
+/* meta.load.k: a load average (0..1e6) or, when null_ok, null; *out (NAN for null). */
 static int load_avg(struct merge *m, json_object *ld, const char *k, bool null_ok, double *out)
 {
 	json_object *v = NULL;
 	bool num;
 
 	json_object_object_get_ex(ld, k, &v);
-	*out = 0;
+	*out = NAN;
 	if (!v && null_ok)
 		return 0;
 	num = json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
@@ -1070,98 +1071,89 @@ static int load_avg(struct merge *m, json_object *ld, const char *k, bool null_o
  */
 static int merge_ctx(struct merge *m, json_object *meta)
 {
-	json_object *ctx = NULL, *ld;
-	bool has = json_object_object_get_ex(meta, "context", &ctx) && ctx;
+	json_object *ctx = NULL, *listed = NULL, *kr;
+	char kernel[128];
+	int err;
 
-	if (has && !json_object_is_type(ctx, json_type_object))
-		return bad(m, "meta.context is not an object");
-	if (has) {
-		json_object *kr;
-		char k[128];
-		int err = ctx_check(m, ctx);
-
-		if (err)
-			return err;
-		if (json_object_object_get_ex(ctx, "kernel_release", &kr) && kr &&
-		    strcmp(json_object_get_string(kr), "mixed") &&
-		    !get_str(meta, "kernel", k, sizeof(k)) && strcmp(k, "mixed") &&
-		    strcmp(k, json_object_get_string(kr)))
-			return bad(m, "meta.context.kernel_release %.64s is not meta.kernel %s",
-				   json_object_get_string(kr), k);
-	} else {
+	if (!json_object_object_get_ex(meta, "context", &ctx) || !ctx) {
 		m->ctx_missing++;	/* a lathist before 0.3: nothing known, not "null" */
-		goto load;
+		return 0;
 	}
+	if (!json_object_is_type(ctx, json_type_object))
+		return bad(m, "meta.context is not an object");
+	if ((err = ctx_check(m, ctx)))
+		return err;
+	if (json_object_object_get_ex(ctx, "kernel_release", &kr) && kr &&
+	    strcmp(json_object_get_string(kr), "mixed") &&
+	    !get_str(meta, "kernel", kernel, sizeof(kernel)) && strcmp(kernel, "mixed") &&
+	    strcmp(kernel, json_object_get_string(kr)))
+		return bad(m, "meta.context.kernel_release %.64s is not meta.kernel %s",
+			   json_object_get_string(kr), kernel);
 	if (!m->ctx_vals && !(m->ctx_vals = json_object_new_object()))
 		return -ENOMEM;
-	if (has) {
-		json_object *listed = NULL;	/* an input that is a merge: its mixed values */
+	json_object_object_get_ex(ctx, "mixed", &listed);	/* an input that is a merge */
+	json_object_object_foreach(ctx, k, v) {
+		json_object *vals, *lv;
 
-		json_object_object_get_ex(ctx, "mixed", &listed);
-		json_object_object_foreach(ctx, k, v) {
-			json_object *vals, *lv;
-
-			if (!strcmp(k, "mixed"))
-				continue;
-			if (!strcmp(k, "inputs_without_context")) {
-				m->ctx_missing += (int)json_object_get_int64(v);
-				continue;
-			}
-			if (!json_object_object_get_ex(m->ctx_vals, k, &vals)) {
-				vals = json_object_new_array();
-				json_object_object_add(m->ctx_vals, k, vals);
-				if (m->ctx_docs)	/* the inputs before had none */
-					ctx_add_value(vals, NULL);
-			}
-			if (json_object_is_type(v, json_type_string) &&
-			    !strcmp(json_object_get_string(v), "mixed") && listed &&
-			    json_object_object_get_ex(listed, k, &lv) &&
-			    json_object_is_type(lv, json_type_array))
-				for (size_t i = 0; i < json_object_array_length(lv); i++)
-					ctx_add_value(vals, json_object_array_get_idx(lv, i));
-			else
-				ctx_add_value(vals, v);
+		if (!strcmp(k, "mixed"))
+			continue;
+		if (!strcmp(k, "inputs_without_context")) {
+			m->ctx_missing += (int)json_object_get_int64(v);
+			continue;
 		}
+		if (!json_object_object_get_ex(m->ctx_vals, k, &vals)) {
+			vals = json_object_new_array();
+			json_object_object_add(m->ctx_vals, k, vals);
+			if (m->ctx_docs)	/* the inputs before had none */
+				ctx_add_value(vals, NULL);
+		}
+		if (json_object_is_type(v, json_type_string) &&
+		    !strcmp(json_object_get_string(v), "mixed") && listed &&
+		    json_object_object_get_ex(listed, k, &lv) &&
+		    json_object_is_type(lv, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(lv); i++)
+				ctx_add_value(vals, json_object_array_get_idx(lv, i));
+		else
+			ctx_add_value(vals, v);
 	}
-	json_object_object_foreach(m->ctx_vals, k, vals)
-		if (!json_object_object_get_ex(ctx, k, NULL))
-			ctx_add_value(vals, NULL);
-	(void)vals;
+	json_object_object_foreach(m->ctx_vals, fk, fvals)
+		if (!json_object_object_get_ex(ctx, fk, NULL))
+			ctx_add_value(fvals, NULL);
 	m->ctx_docs++;
-load:
-	if (json_object_object_get_ex(meta, "load", &ld) && ld) {
-		uint64_t steal, cpu;
-		double lmax, la, lb;
-		int err;
+	return 0;
+}
 
-		if (!json_object_is_type(ld, json_type_object))
-			return bad(m, "meta.load is not an object");
-		if ((err = load_u64(m, ld, "steal_ns", &steal)) ||
-		    (err = load_u64(m, ld, "cpu_ns", &cpu)) ||
-		    (err = load_avg(m, ld, "loadavg_1m_max", false, &lmax)) ||
-		    (err = load_avg(m, ld, "loadavg_1m_start", true, &la)) ||
-		    (err = load_avg(m, ld, "loadavg_1m_end", true, &lb)))
-			return err;
-		if (steal > cpu)
-			return bad(m, "meta.load.steal_ns %" PRIu64 " is more than cpu_ns %" PRIu64
-				   " (stolen time is part of all CPU time)", steal, cpu);
-		m->load.steal_ns = lh_add_sat(m->load.steal_ns, steal);
-		m->load.cpu_ns = lh_add_sat(m->load.cpu_ns, cpu);
-		if (lmax > m->load.loadavg_max)
-			m->load.loadavg_max = lmax;
-		if (!m->ndocs) {
-			json_object *a, *b;
+/* meta.load of one input: the steal and CPU time added, the largest load average;
+ * a merge keeps no start and end load average (a lone input's are kept). */
+static int merge_load(struct merge *m, json_object *meta)
+{
+	json_object *ld;
+	uint64_t steal, cpu;
+	double lmax, la, lb;
+	int err;
 
-			m->load.ends = json_object_object_get_ex(ld, "loadavg_1m_start", &a) &&
-				       json_object_object_get_ex(ld, "loadavg_1m_end", &b) && a && b;
-			m->load.loadavg_start = m->load.ends ? json_object_get_double(a) : 0;
-			m->load.loadavg_end = m->load.ends ? json_object_get_double(b) : 0;
-		} else {
-			m->load.ends = false;	/* a merge has no one start and end */
-		}
-	} else {
+	if (!json_object_object_get_ex(meta, "load", &ld) || !ld) {
 		m->load_unknown = true;
+		return 0;
 	}
+	if (!json_object_is_type(ld, json_type_object))
+		return bad(m, "meta.load is not an object");
+	if ((err = load_u64(m, ld, "steal_ns", &steal)) ||
+	    (err = load_u64(m, ld, "cpu_ns", &cpu)) ||
+	    (err = load_avg(m, ld, "loadavg_1m_max", false, &lmax)) ||
+	    (err = load_avg(m, ld, "loadavg_1m_start", true, &la)) ||
+	    (err = load_avg(m, ld, "loadavg_1m_end", true, &lb)))
+		return err;
+	if (steal > cpu)
+		return bad(m, "meta.load.steal_ns %" PRIu64 " is more than cpu_ns %" PRIu64
+			   " (stolen time is part of all CPU time)", steal, cpu);
+	m->load.steal_ns = lh_add_sat(m->load.steal_ns, steal);
+	m->load.cpu_ns = lh_add_sat(m->load.cpu_ns, cpu);
+	if (lmax > m->load.loadavg_max)
+		m->load.loadavg_max = lmax;
+	m->load.ends = !m->ndocs && !isnan(la) && !isnan(lb);
+	m->load.loadavg_start = m->load.ends ? la : 0;
+	m->load.loadavg_end = m->load.ends ? lb : 0;
 	return 0;
 }
 
@@ -1348,7 +1340,7 @@ static int add_doc(struct merge *m, json_object *doc)
 	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
 		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
 	if ((err = merge_filters(m, meta)) || (err = merge_attach(m, meta)) || (err = merge_context(m, meta, start, dur)) ||
-	    (err = merge_ctx(m, meta)) ||
+	    (err = merge_ctx(m, meta)) || (err = merge_load(m, meta)) ||
 	    (err = add_parts(m, meta)))
 		return err;
 	get_u64(meta, "ncpus", &ncpus);
