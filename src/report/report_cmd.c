@@ -951,10 +951,13 @@ static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mix
 			return bad(m, "meta.context.cmdline is not an object of at most %d settings",
 				   CTX_MAX_MEMBERS);
 		json_object_object_foreach(v, ck, cv) {
-			if (strlen(ck) > 64 || (!json_object_is_type(cv, json_type_boolean) &&
-						ctx_str(m, "cmdline setting", cv, false)))
-				return bad(m, "meta.context.cmdline.%.64s is not a setting (a string, "
-					   "or true for a flag)", ck);
+			bool flag = json_object_is_type(cv, json_type_boolean);
+			bool str = json_object_is_type(cv, json_type_string) &&
+				   json_object_get_string_len(cv) <= CTX_MAX_STR;
+
+			if (strlen(ck) > 64 || !(flag || str))
+				return bad(m, "meta.context.cmdline.%.64s is not a setting (a string "
+					   "of at most %d bytes, or true for a flag)", ck, CTX_MAX_STR);
 		}
 		return 0;
 	}

@@ -311,6 +311,8 @@ def test_report_marks_mixed_contexts():
                 ({"preempt": "turbo"}, None, "meta.context.preempt is \"turbo\""),
                 ({"smt": ["on"]}, None, "meta.context.smt is [\"on\"]"),
                 ({"cmdline": "quiet"}, None, "meta.context.cmdline is not an object"),
+                ({"cmdline": {"isolcpus": 5}}, None, "meta.context.cmdline.isolcpus is not a "
+                                                     "setting"),
                 ({"disks": "vda"}, None, "meta.context.disks is not a list"),
                 ({"foo": {}}, None, "unknown field 'foo'"),
                 ({"governor": "x" * 2000}, None, "meta.context.governor is 2000 bytes"),
