@@ -6,7 +6,6 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "report.h"
@@ -110,15 +109,14 @@ static void context_diff(FILE *f, const struct lh_meta *a, const struct lh_meta 
 			continue;	/* boot_id differs across reboots: not a setting */
 		json_object_object_get_ex(ca, k, &x);
 		json_object_object_get_ex(cb, k, &y);
+		/* each object keeps its own text: x's stays valid beside y's */
 		sx = json_object_to_json_string_ext(x, JSON_C_TO_STRING_PLAIN);
-		sx = strdup(sx);
 		sy = json_object_to_json_string_ext(y, JSON_C_TO_STRING_PLAIN);
-		if (sx && strcmp(sx, sy)) {
+		if (strcmp(sx, sy)) {
 			if (!n++)
 				fputs("context that differs (A | B):\n", f);
 			fprintf(f, "  %-16s %s | %s\n", k, sx, sy);
 		}
-		free((void *)sx);
 	}
 	if (!n)
 		fputs("context: the same in A and B (boot ids aside)\n", f);
