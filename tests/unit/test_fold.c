@@ -47,6 +47,17 @@ static void interval(struct lh_report *r, const uint32_t *tids, const uint64_t *
 		r->counters[LH_EV_ENDS] += counts[i];
 }
 
+/* One interval of those waits added to f at now (lh_fold_add succeeds). */
+static void feed(struct lh_fold *f, const uint32_t *tids, const uint64_t *counts, size_t n,
+		 uint64_t now)
+{
+	struct lh_report r;
+
+	interval(&r, tids, counts, n);
+	assert_int_equal(lh_fold_add(f, &r, now), 0);
+	lh_report_clear(&r);
+}
+
 static uint64_t total(const struct lh_report *r)
 {
 	uint64_t t = 0;
@@ -84,13 +95,10 @@ static void test_cap_other_and_exact_sums(void **state)
 	struct lh_fold_opts o = { .max_series = 2 };
 	uint32_t tids[] = { 1, 2, 3 };
 	uint64_t counts[] = { 5, 7, 11 };
-	struct lh_report r;
 	struct lh_fold f;
 	(void)state;
 	lh_fold_init(&f, &o);
-	interval(&r, tids, counts, 3);
-	assert_int_equal(lh_fold_add(&f, &r, 1 * S), 0);
-	lh_report_clear(&r);
+	feed(&f, tids, counts, 3, 1 * S);
 	assert_int_equal(own(&f.cum, 1), 5);
 	assert_int_equal(own(&f.cum, 2), 7);
 	assert_int_equal(own(&f.cum, 3), -1);	/* past the cap: in other */
@@ -103,9 +111,7 @@ static void test_cap_other_and_exact_sums(void **state)
 	for (size_t i = 0; i < f.cum.nhists; i++)
 		if (f.cum.hists[i].key.fields & LH_KEY_OTHER)
 			assert_int_equal(f.cum.hists[i].key.tid, 0);
-	interval(&r, tids, counts, 3);
-	assert_int_equal(lh_fold_add(&f, &r, 2 * S), 0);
-	lh_report_clear(&r);
+	feed(&f, tids, counts, 3, 2 * S);
 	assert_int_equal(own(&f.cum, 1), 10);
 	assert_int_equal(other(&f.cum), 22);
 	assert_int_equal(f.folded, 1);		/* each key counted once */
@@ -118,22 +124,17 @@ static void test_idle_key_folds_and_room_goes_to_the_busiest(void **state)
 	struct lh_fold_opts o = { .max_series = 2, .idle_ns = 10 * S };
 	uint32_t all[] = { 1, 2, 3, 4 }, later[] = { 2, 3, 4 }, back[] = { 1 };
 	uint64_t c1[] = { 5, 7, 11, 1 }, c2[] = { 1, 50, 2 }, c3[] = { 9 };
-	struct lh_report r;
 	struct lh_fold f;
 	long long other0;
 	(void)state;
 	lh_fold_init(&f, &o);
-	interval(&r, all, c1, 4);
-	assert_int_equal(lh_fold_add(&f, &r, 1 * S), 0);
-	lh_report_clear(&r);
+	feed(&f, all, c1, 4, 1 * S);
 	other0 = other(&f.cum);
 	assert_int_equal(other0, 12);		/* 3 and 4 */
 	/* thread 1 goes quiet; 11 s later it has had no event for 10 s: its series goes
 	 * (its 5 tallied as retired, not moved into other: rate() would read them as a
 	 * burst), and the freed room goes to the busiest waiting (3) */
-	interval(&r, later, c2, 3);
-	assert_int_equal(lh_fold_add(&f, &r, 12 * S), 0);
-	lh_report_clear(&r);
+	feed(&f, later, c2, 3, 12 * S);
 	assert_int_equal(own(&f.cum, 1), -1);
 	assert_int_equal(f.nown, 2);
 	assert_int_equal(f.nretired, 1);
@@ -144,17 +145,13 @@ static void test_idle_key_folds_and_room_goes_to_the_busiest(void **state)
 	 * in other, and this interval's 50 went there too (the room came at its end) */
 	assert_int_equal(own(&f.cum, 3), -1);
 	assert_int_equal(other(&f.cum), other0 + 50 + 2);
-	interval(&r, later, c2, 3);
-	assert_int_equal(lh_fold_add(&f, &r, 13 * S), 0);
-	lh_report_clear(&r);
+	feed(&f, later, c2, 3, 13 * S);
 	assert_int_equal(own(&f.cum, 3), 50);
 	/* thread 1 comes back: it had a series, so never again; its counts go to other */
 	{
 		long long before = other(&f.cum);
 
-		interval(&r, back, c3, 1);
-		assert_int_equal(lh_fold_add(&f, &r, 14 * S), 0);
-		lh_report_clear(&r);
+		feed(&f, back, c3, 1, 14 * S);
 		assert_int_equal(own(&f.cum, 1), -1);
 		assert_int_equal(other(&f.cum), before + 9);
 	}
@@ -231,38 +228,32 @@ static void test_no_series_goes_down(void **state)
 	lh_fold_free(&f);
 }
 
+/* Thread 1 once, then only thread 2 for 4 s (idle 1 s): 1 retires and, 2 x idle
+ * later, is forgotten unless o->may_return says it may come back. */
+static void one_quiet_key(struct lh_fold *f, const struct lh_fold_opts *o)
+{
+	uint32_t a[] = { 1 }, b[] = { 2 };
+	uint64_t c[] = { 3 };
+
+	lh_fold_init(f, o);
+	feed(f, a, c, 1, 1 * S);
+	for (uint64_t t = 2; t <= 5; t++)
+		feed(f, b, c, 1, t * S);
+}
+
 /* A retired key that cannot come back (its task gone) is forgotten after 2 x idle;
  * one that may come back is remembered. */
 static void test_forgets_only_what_cannot_return(void **state)
 {
 	struct lh_fold_opts o = { .max_series = 4, .idle_ns = S, .may_return = gone_for_good };
-	uint32_t a[] = { 1 }, b[] = { 2 };
-	uint64_t c[] = { 3 };
-	struct lh_report r;
 	struct lh_fold f;
 	(void)state;
-	lh_fold_init(&f, &o);
-	interval(&r, a, c, 1);
-	assert_int_equal(lh_fold_add(&f, &r, 1 * S), 0);
-	lh_report_clear(&r);
-	for (uint64_t t = 2; t <= 5; t++) {
-		interval(&r, b, c, 1);
-		assert_int_equal(lh_fold_add(&f, &r, t * S), 0);
-		lh_report_clear(&r);
-	}
+	one_quiet_key(&f, &o);
 	assert_int_equal(f.nkeys, 1);		/* 1 retired, then forgotten */
 	assert_int_equal(total(&f.cum) + f.retired[0].count, 15);	/* 1's 3 retired */
 	lh_fold_free(&f);
 	o.may_return = NULL;			/* unknown: kept */
-	lh_fold_init(&f, &o);
-	interval(&r, a, c, 1);
-	assert_int_equal(lh_fold_add(&f, &r, 1 * S), 0);
-	lh_report_clear(&r);
-	for (uint64_t t = 2; t <= 5; t++) {
-		interval(&r, b, c, 1);
-		assert_int_equal(lh_fold_add(&f, &r, t * S), 0);
-		lh_report_clear(&r);
-	}
+	one_quiet_key(&f, &o);
 	assert_int_equal(f.nkeys, 2);
 	lh_fold_free(&f);
 }
