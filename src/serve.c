@@ -662,24 +662,20 @@ static void on_wake(int sig)
 }
 
 /*
- * Interrupt each tool thread's wait (clock_nanosleep, epoll_wait return EINTR and
- * see the run is ending) so that it ends now, not at its next interval: SIGUSR1,
- * whose handler does nothing (SIGTERM again would kill: SA_RESETHAND).
+ * End every tool thread and join it. Each one's wait (clock_nanosleep, epoll_wait) is
+ * interrupted by SIGUSR1, whose handler does nothing (SIGTERM again would kill:
+ * SA_RESETHAND), so that it sees the run is ending now, not at its next interval;
+ * again every 100 ms, as a thread that looked at the run's end just before a
+ * wake-up would sleep out its interval.
  */
-static void wake_tools(struct serve *sv)
+static void stop_tools(struct serve *sv)
 {
 	struct sigaction sa = { .sa_handler = on_wake };
 
 	sigaction(SIGUSR1, &sa, NULL);
-	for (int i = 0; i < sv->ntools; i++)
+	for (int i = 0; i < sv->ntools; i++)	/* all at once: they detach side by side */
 		if (sv->tools[i].started)
 			pthread_kill(sv->tools[i].thread, SIGUSR1);
-}
-
-/* Join every tool thread, waking it again every 100 ms: a thread that looked at the
- * run's end just before the first wake-up would sleep out its interval. */
-static void stop_tools(struct serve *sv)
-{
 	for (int i = 0; i < sv->ntools; i++) {
 		if (!sv->tools[i].started)
 			continue;
@@ -782,7 +778,6 @@ static int serve_run(struct serve *sv)
 		MHD_stop_daemon(d);
 	if (!lh_session_exiting())
 		raise(SIGTERM);		/* tells the tools still running to end */
-	wake_tools(sv);
 	stop_tools(sv);
 	for (int i = 0; i < sv->ntools; i++) {
 		/* a tool that failed on its way out (one that did not start is said above) */
