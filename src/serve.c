@@ -553,6 +553,36 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int code, con
 	return ok;
 }
 
+/* One media range of Accept ("text/plain;version=0.0.4;q=0.5", NUL-terminated, in
+ * place): its q (1 when absent) and what it names: 3 OpenMetrics, 2 text/plain,
+ * 1 text/ *, 0 * / *, -1 another type. */
+static int media_range(char *range, double *q)
+{
+	char *t = range, *semi = strchr(range, ';');
+	size_t tl;
+
+	*q = 1;
+	for (char *p = semi; p && (p = strchr(p, ';')); p++) {
+		char *v = p + 1;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') {
+			*q = strtod(v + 2, NULL);
+			break;
+		}
+	}
+	while (*t == ' ' || *t == '\t')
+		t++;
+	tl = semi ? (size_t)(semi - t) : strlen(t);
+	while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t'))
+		tl--;
+	return tl == 28 && !strncasecmp(t, "application/openmetrics-text", 28) ? 3 :
+	       tl == 10 && !strncasecmp(t, "text/plain", 10) ? 2 :
+	       tl == 6 && !strncasecmp(t, "text/*", 6) ? 1 :
+	       tl == 3 && !strncmp(t, "*/*", 3) ? 0 : -1;
+}
+
 /*
  * Does an Accept header prefer OpenMetrics to the text format? Each media range
  * with its q (RFC 9110 12.5.1; 1 when absent; case-insensitive types):
@@ -566,46 +596,21 @@ static bool wants_openmetrics(const char *accept)
 	int spec_text = -1;
 
 	for (const char *p = accept; p && *p; ) {
-		size_t n = strcspn(p, ","), tl;
-		const char *semi, *qp;
+		size_t n = strcspn(p, ",");
 		char range[256];
-		double q = 1;
+		double q;
+		int kind;
 
 		snprintf(range, sizeof(range), "%.*s", (int)(n < sizeof(range) ? n : sizeof(range) - 1),
 			 p);
 		p += n + (p[n] == ',');
-		semi = strchr(range, ';');
-		for (qp = semi; qp && (qp = strchr(qp, ';')); qp++) {
-			const char *v = qp + 1;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') {
-				q = strtod(v + 2, NULL);
-				break;
-			}
-		}
-		{
-			char *t = range;
-
-			while (*t == ' ' || *t == '\t')
-				t++;
-			tl = semi ? (size_t)(semi - t) : strlen(t);
-			while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t'))
-				tl--;
-			if (tl == 28 && !strncasecmp(t, "application/openmetrics-text", 28)) {
-				if (q > q_om)
-					q_om = q;
-			} else {
-				int spec = tl == 10 && !strncasecmp(t, "text/plain", 10) ? 2 :
-					   tl == 6 && !strncasecmp(t, "text/*", 6) ? 1 :
-					   tl == 3 && !strncmp(t, "*/*", 3) ? 0 : -1;
-
-				if (spec > spec_text || (spec == spec_text && spec >= 0 && q > q_text)) {
-					spec_text = spec;
-					q_text = q;
-				}
-			}
+		kind = media_range(range, &q);
+		if (kind == 3 && q > q_om) {
+			q_om = q;
+		} else if (kind >= 0 && kind < 3 &&
+			   (kind > spec_text || (kind == spec_text && q > q_text))) {
+			spec_text = kind;	/* the most specific text range decides */
+			q_text = q;
 		}
 	}
 	return q_om > 0 && q_om >= q_text;
