@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,10 +405,20 @@ static json_object *file_str(const char *path)
 	return read_line(path, buf, sizeof(buf)) > 0 ? json_object_new_string(buf) : NULL;
 }
 
+/* The preemption model, read once per process: its debugfs read forks, and lathist
+ * serve gathers a context for each of its tools. */
+static pthread_once_t preempt_once = PTHREAD_ONCE_INIT;
+static char preempt_model[16], preempt_source[16];
+
+static void read_preempt(void)
+{
+	context_preempt(preempt_model, preempt_source);
+}
+
 void *lh_context_gather(void)
 {
 	json_object *o = json_object_new_object();
-	char model[16], source[16], buf[64];
+	char buf[64];
 	struct utsname u;
 
 	if (!o)
@@ -417,9 +428,9 @@ void *lh_context_gather(void)
 	json_object_object_add(o, "kernel_release", json_object_new_string(u.release));
 	json_object_object_add(o, "kernel_version", json_object_new_string(u.version));
 	json_object_object_add(o, "machine", json_object_new_string(u.machine));
-	context_preempt(model, source);
-	json_object_object_add(o, "preempt", str_or_null(model));
-	json_object_object_add(o, "preempt_source", str_or_null(source));
+	pthread_once(&preempt_once, read_preempt);
+	json_object_object_add(o, "preempt", str_or_null(preempt_model));
+	json_object_object_add(o, "preempt_source", str_or_null(preempt_source));
 	json_object_object_add(o, "cmdline", latency_cmdline());
 	json_object_object_add(o, "cpu_model", cpu_model());
 	json_object_object_add(o, "cpus_online", file_str("/sys/devices/system/cpu/online"));
