@@ -147,7 +147,7 @@ $(OUT)/tests/runq_synth: tests/bpf/runq_synth.c $(OUT)/tests/faketask.skel.h $(O
 # libFuzzer target for lathist report's reader (clang, ASan + UBSan), all sources rebuilt
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/report -Isrc/tools -I$(OUT)
-$(OUT)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRCS) $(TOOL_SRCS) $(HEADERS) $(SKELS)
+$(OUT)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRCS) $(TOOL_SRCS) $(HEADERS) $(SKELS) $(OUT)/gitrev.h
 	@mkdir -p $(OUT)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(LIB_SRCS) $(TOOL_SRCS) $(LIBS) -o $@
 

@@ -362,15 +362,19 @@ static int given_once(struct lh_common_opts *o, int opt, const char *tool)
 		{ LH_OPT_PRECISION, "--precision" }, { LH_OPT_MAX_KEYS, "--max-keys" },
 	};
 
-	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
-		if (one[i].opt != opt)
-			continue;
-		if (o->given & (1U << i)) {
-			lh_usage_error(tool, "%s given twice; give it once", one[i].name);
-			return -EINVAL;
-		}
-		o->given |= 1U << i;
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+		if (one[i].opt == opt)
+			return lh_opt_once(&o->given, 1U << i, one[i].name, tool);
+	return 0;
+}
+
+int lh_opt_once(unsigned int *seen, unsigned int bit, const char *name, const char *tool)
+{
+	if (*seen & bit) {
+		lh_usage_error(tool, "%s given twice; give it once", name);
+		return -EINVAL;
 	}
+	*seen |= bit;
 	return 0;
 }
 

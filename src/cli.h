@@ -161,6 +161,10 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool);
 /* Print a usage error "lathist TOOL: ..." to stderr. */
 void lh_usage_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An option that takes one value, seen again? bit is its bit in *seen: 0 the first
+ * time (marked), else "NAME given twice" as a usage error naming tool, -EINVAL. */
+int lh_opt_once(unsigned int *seen, unsigned int bit, const char *name, const char *tool);
+
 /* Does this process run in the initial PID namespace, whose ids BPF reads?
  * (/proc/self/ns/pid of init_pid_ns is pid:[4026531836], PROC_PID_INIT_INO,
  * include/linux/proc_ns.h.) */

@@ -239,8 +239,12 @@ static int pick_tools(struct serve *sv)
 			if (sv->tools[i].desc == d)
 				d = NULL;
 		if (!d || sv->ntools == 8) {
-			lh_usage_error(TOOL, "--tools '%s': '%s' is not a tracing tool (or is given "
-				       "twice); give a list of runq, bio", sv->tools_arg, name);
+			if (lh_tool_find(name))
+				lh_usage_error(TOOL, "--tools '%s': '%s' is given twice; give each "
+					       "tool once", sv->tools_arg, name);
+			else
+				lh_usage_error(TOOL, "--tools '%s': '%s' is not a tracing tool; give "
+					       "a list of runq, bio", sv->tools_arg, name);
 			return LH_EXIT_USAGE;
 		}
 		sv->tools[sv->ntools++].desc = d;
@@ -274,6 +278,8 @@ static int parse(struct serve *sv, int argc, char **argv)
 	for (size_t i = 0; i < NFORWARDS; i++)
 		longopts[nopts++] = (struct option){ forwards[i].name, forwards[i].has_arg, NULL,
 						     OPT_FORWARD };
+	unsigned int seen = 0;
+
 	memset(sv, 0, sizeof(*sv));
 	lh_common_defaults(&sv->c);
 	sv->c.serving = true;
@@ -285,8 +291,16 @@ static int parse(struct serve *sv, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:i:p:u:t:vh", longopts, &idx)) != -1) {
+		/* serve's own one-value options: a repeat is refused, as the tools' are */
+		static const struct { int opt; const char *name; } once[] = {
+			{ OPT_TOOLS, "--tools" }, { OPT_LISTEN, "--listen" }, { 'i', "-i" },
+			{ OPT_MAX_SERIES, "--max-series" }, { OPT_FOLD_IDLE, "--fold-idle" },
+		};
 		size_t f = NFORWARDS;
 
+		for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++)
+			if (once[i].opt == opt && lh_opt_once(&seen, 1U << i, once[i].name, TOOL))
+				return LH_EXIT_USAGE;
 		switch (opt) {
 		case 'h':
 			fputs(serve_help, stdout);

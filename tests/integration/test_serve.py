@@ -264,6 +264,12 @@ def test_serve_refusals():
                         (["--tools", "runq", "--per-disk"], "--per-disk"),
                         (["--buckets", "1m..1us"], "1m..1us"), (["-i", "0"], "0"),
                         (["--label", "9x=1"], "9x"), (["extra"], "extra"),
+                        # serve's own one-value options, repeated
+                        (["-i", "1", "-i", "2"], "-i given twice"),
+                        (["-i", "1", "--interval", "3"], "-i given twice"),
+                        (["--tools", "runq", "--tools", "bio"], "--tools given twice"),
+                        (["--tools", "runq,runq"], "'runq' is given twice"),
+                        (["--fold-idle", "5s", "--fold-idle", "6s"], "--fold-idle given twice"),
                         # a forwarded option one tool refuses ends serve, exit 2
                         (["--cpus", "9999", "--listen", f"127.0.0.1:{free_port()}"], "9999"),
                         (["--disk", "nosuchdisk", "--listen", f"127.0.0.1:{free_port()}"],
