@@ -253,20 +253,22 @@ static void context_preempt(char model[16], char source[16])
  * {name: value}, true for a flag; {} when none is given, NULL when
  * /proc/cmdline cannot be read.
  */
+const char *const lh_context_cmdline_names[] = {
+	"isolcpus", "nohz_full", "nohz", "rcu_nocbs", "rcu_nocb_poll", "threadirqs",
+	"preempt", "mitigations", "nosmt", "irqaffinity", "idle", "skew_tick",
+	"intel_idle.max_cstate", "processor.max_cstate", "intel_pstate", "nosoftlockup", NULL,
+};
+
 static json_object *latency_cmdline(void)
 {
-	static const char *const names[] = {
-		"isolcpus", "nohz_full", "nohz", "rcu_nocbs", "rcu_nocb_poll", "threadirqs",
-		"preempt", "mitigations", "nosmt", "irqaffinity", "idle", "skew_tick",
-		"intel_idle.max_cstate", "processor.max_cstate", "intel_pstate", "nosoftlockup",
-	};
+	const char *const *names = lh_context_cmdline_names;
 	char cmdline[4096], v[512];
 	json_object *o;
 
 	if (kernel_cmdline(cmdline, sizeof(cmdline)))
 		return NULL;
 	o = json_object_new_object();
-	for (size_t i = 0; o && i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; o && names[i]; i++) {
 		enum cmdline_word w = cmdline_word(cmdline, names[i], v, sizeof(v));
 
 		if (w == CMD_VALUE)

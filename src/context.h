@@ -29,6 +29,10 @@ void *lh_context_gather(void);
  */
 void lh_context_add_disks(void *ctx, const char *only);
 
+/* The command-line settings meta.context.cmdline records (kernel-parameters.txt),
+ * NULL-terminated. */
+extern const char *const lh_context_cmdline_names[];
+
 /* One sample of /proc/stat's cpu line and /proc/loadavg. */
 struct lh_usage {
 	bool ok;

@@ -145,7 +145,8 @@ void lh_render_diff(FILE *f, const struct lh_report *a, const char *pa, struct l
 	size_t unmatched_a = 0, nb = b->nhists, matched = 0;
 	bool starred = false;
 
-	fprintf(f, "lathist report --diff: %s, grouping %s\n", a->meta.tool, a->meta.grouping);
+	fprintf(f, "lathist report --diff: %s, grouping %s; change is B / A (counts are totals "
+		"over each run's duration, not rates)\n", a->meta.tool, a->meta.grouping);
 	side(f, "A", pa, a);
 	side(f, "B", pb, b);
 	context_diff(f, &a->meta, &b->meta);

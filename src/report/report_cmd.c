@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 #include "cli.h"
 #include "anonymize.h"
+#include "context.h"
 #include "registry.h"
 #include "heatmap.h"
 #include "report.h"
@@ -951,11 +952,19 @@ static int ctx_field(struct merge *m, const char *k, json_object *v, bool in_mix
 			return bad(m, "meta.context.cmdline is not an object of at most %d settings",
 				   CTX_MAX_MEMBERS);
 		json_object_object_foreach(v, ck, cv) {
-			bool flag = json_object_is_type(cv, json_type_boolean);
+			bool flag = json_object_is_type(cv, json_type_boolean) &&
+				    json_object_get_boolean(cv);
 			bool str = json_object_is_type(cv, json_type_string) &&
 				   json_object_get_string_len(cv) <= CTX_MAX_STR;
+			size_t i;
 
-			if (strlen(ck) > 64 || !(flag || str))
+			for (i = 0; lh_context_cmdline_names[i] &&
+				    strcmp(lh_context_cmdline_names[i], ck); i++)
+				;
+			if (!lh_context_cmdline_names[i])
+				return bad(m, "meta.context.cmdline.%.64s is not a setting lathist "
+					   "records", ck);
+			if (!(flag || str))
 				return bad(m, "meta.context.cmdline.%.64s is not a setting (a string "
 					   "of at most %d bytes, or true for a flag)", ck, CTX_MAX_STR);
 		}
@@ -1008,13 +1017,19 @@ static int ctx_check(struct merge *m, json_object *ctx)
 	json_object *mixed = NULL;
 	int err;
 
+	json_object_object_get_ex(ctx, "mixed", &mixed);
 	json_object_object_foreach(ctx, k, v) {
-		if (!strcmp(k, "mixed")) {
-			mixed = v;
+		json_object *listed;
+
+		if (!strcmp(k, "mixed"))
 			continue;
-		}
 		if ((err = ctx_field(m, k, v, false)))
 			return err;
+		if (json_object_is_type(v, json_type_string) &&
+		    !strcmp(json_object_get_string(v), "mixed") &&
+		    !(mixed && json_object_object_get_ex(mixed, k, &listed)))
+			return bad(m, "meta.context.%.64s reads \"mixed\" but meta.context.mixed "
+				   "does not list its values", k);
 	}
 	if (!mixed)
 		return 0;
@@ -1150,6 +1165,18 @@ static int merge_load(struct merge *m, json_object *meta)
 	if (steal > cpu)
 		return bad(m, "meta.load.steal_ns %" PRIu64 " is more than cpu_ns %" PRIu64
 			   " (stolen time is part of all CPU time)", steal, cpu);
+	{
+		/* derived (written to 6 decimals): it must say what its two counts say */
+		json_object *r = NULL;
+		double want = cpu ? (double)steal / (double)cpu : 0;
+
+		json_object_object_get_ex(ld, "steal_ratio", &r);
+		if (r && (!(json_object_is_type(r, json_type_double) ||
+			    json_object_is_type(r, json_type_int)) || !cpu ||
+			  fabs(json_object_get_double(r) - want) > 1e-6))
+			return bad(m, "meta.load.steal_ratio is %.32s, not steal_ns / cpu_ns (%.6f)",
+				   json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN), want);
+	}
 	m->load.steal_ns = lh_add_sat(m->load.steal_ns, steal);
 	m->load.cpu_ns = lh_add_sat(m->load.cpu_ns, cpu);
 	if (lmax > m->load.loadavg_max)
@@ -1910,6 +1937,15 @@ static int report_diff(char **argv, const struct report_opts *ro)
 	if (!rc && strcmp(a.tool, b.tool)) {
 		fprintf(stderr, "lathist report: --diff: %s is a %s run and %s a %s run; give two runs "
 			"of one tool\n", argv[ro->first], a.tool, argv[ro->first + 1], b.tool);
+		rc = LH_EXIT_RUNTIME;
+	}
+	if (!rc && (a.r.meta.scheme.precision != b.r.meta.scheme.precision ||
+		    a.r.meta.scheme.unit_ns != b.r.meta.scheme.unit_ns)) {
+		fprintf(stderr, "lathist report: --diff: %s has slots of precision %u in %s and %s "
+			"of precision %u in %s: their percentiles' slots do not line up; give two "
+			"runs with the same -u and --precision\n", argv[ro->first],
+			a.r.meta.scheme.precision, a.unit, argv[ro->first + 1],
+			b.r.meta.scheme.precision, b.unit);
 		rc = LH_EXIT_RUNTIME;
 	}
 	if (!rc && strcmp(a.grouping, b.grouping)) {

@@ -313,6 +313,10 @@ def test_report_marks_mixed_contexts():
                 ({"cmdline": "quiet"}, None, "meta.context.cmdline is not an object"),
                 ({"cmdline": {"isolcpus": 5}}, None, "meta.context.cmdline.isolcpus is not a "
                                                      "setting"),
+                ({"cmdline": {"threadirqs": False}}, None, "cmdline.threadirqs is not a setting"),
+                ({"cmdline": {"foo": "bar"}}, None, "cmdline.foo is not a setting lathist"),
+                ({"preempt": "mixed"}, None, "reads \"mixed\" but meta.context.mixed"),
+                (None, {"steal_ratio": -0.5}, "meta.load.steal_ratio is -0.5"),
                 ({"disks": "vda"}, None, "meta.context.disks is not a list"),
                 ({"foo": {}}, None, "unknown field 'foo'"),
                 ({"governor": "x" * 2000}, None, "meta.context.governor is 2000 bytes"),
@@ -444,5 +448,9 @@ def test_report_diff():
         rc, _, err = run("runq", "-d", "0.2", "-f", "json", "-o", other)
         rc, _, err = run("report", "--diff", paths[0], other)
         check(rc == 1 and "grouped by cpu" in err, f"{rc} {err}")
+        ns = os.path.join(tmp, "ns.json")
+        rc, _, err = run("runq", "-d", "0.2", "-u", "ns", "--per-cpu", "-f", "json", "-o", ns)
+        rc, _, err = run("report", "--diff", paths[0], ns)
+        check(rc == 1 and "slots do not line up" in err, f"{rc} {err}")
     finally:
         shutil.rmtree(tmp)
