@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 #include "fold.h"
 
 void lh_fold_init(struct lh_fold *f, const struct lh_fold_opts *o)
@@ -14,6 +15,7 @@ void lh_fold_init(struct lh_fold *f, const struct lh_fold_opts *o)
 
 void lh_fold_free(struct lh_fold *f)
 {
+	json_object_put(f->cum.meta.context);
 	lh_report_clear(&f->cum);
 	free(f->keys);
 	memset(f, 0, sizeof(*f));
@@ -233,6 +235,10 @@ int lh_fold_add(struct lh_fold *f, const struct lh_report *iv, uint64_t now)
 		return -EINVAL;
 	}
 	f->covered_ns += iv->meta.duration_ns;
+	/* meta.context is the session's: hold a reference, so that a scrape after the
+	 * tool's session has ended still finds it */
+	json_object_get(iv->meta.context);
+	json_object_put(f->cum.meta.context);
 	f->cum.meta = iv->meta;
 	f->cum.meta.start_realtime_ns = f->first_start_ns;
 	f->cum.meta.duration_ns = f->covered_ns;
