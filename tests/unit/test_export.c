@@ -40,7 +40,8 @@ static void make_report(struct lh_report *r, const uint64_t *ns, size_t n, const
 	}
 }
 
-static char *render(const struct lh_report *r, bool csv)
+/* r as CSV, or as metrics with o (NULL: strict OpenMetrics, every bound). */
+static char *render_with(const struct lh_report *r, bool csv, const struct lh_om_opts *o)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -50,9 +51,14 @@ static char *render(const struct lh_report *r, bool csv)
 	if (csv)
 		lh_render_csv(f, r, true);
 	else
-		lh_render_openmetrics(f, r, &(struct lh_om_opts){ .strict = true });
+		lh_render_openmetrics(f, r, o ? o : &(struct lh_om_opts){ .strict = true });
 	fclose(f);
 	return buf;
+}
+
+static char *render(const struct lh_report *r, bool csv)
+{
+	return render_with(r, csv, NULL);
 }
 
 static void test_c9_bound_is_upper_inclusive(void **state)
@@ -102,14 +108,10 @@ static void test_buckets_and_labels(void **state)
 	uint64_t list[] = { 2048000, 4096000 };
 	struct lh_key other = { .fields = LH_KEY_PID | LH_KEY_COMM | LH_KEY_OTHER };
 	struct lh_report r;
-	char *om = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *om;
 	(void)state;
 	make_report(&r, ns, 3, NULL);
-	f = open_memstream(&om, &len);
-	lh_render_openmetrics(f, &r, &o);
-	fclose(f);
+	om = render_with(&r, false, &o);
 	/* below the first bound kept: in it (cumulative) */
 	assert_non_null(strstr(om, "_bucket{env=\"prod\",kind=\"wakeup\",le=\"0.000001\"} 1\n"));
 	assert_null(strstr(om, "le=\"0.0000005"));
@@ -121,12 +123,9 @@ static void test_buckets_and_labels(void **state)
 	assert_non_null(strstr(om, "_sum{env=\"prod\",kind=\"wakeup\"} 120.0000035\n"));
 	assert_non_null(strstr(om, "lathist_runq_biased{env=\"prod\"} 0\n"));
 	free(om);
-	om = NULL;
 	o.nle = 2;
 	o.le_ns = list;
-	f = open_memstream(&om, &len);
-	lh_render_openmetrics(f, &r, &o);
-	fclose(f);
+	om = render_with(&r, false, &o);
 	{
 		size_t n = 0;
 
