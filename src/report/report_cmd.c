@@ -79,6 +79,7 @@ struct merge {
 	int ctx_docs, ctx_missing;	/* inputs with a meta.context, and without one */
 	json_object *ctx_out;		/* the merged meta.context (merge_context_finish) */
 	bool load_unknown;		/* an input has no meta.load */
+	bool ctx_quiet;			/* --diff: it shows what differs; no warning */
 	struct lh_load load;		/* the inputs' meta.load, added */
 };
 
@@ -1239,7 +1240,7 @@ static void merge_context_finish(struct merge *m)
 		json_object_object_add(m->ctx_out, "mixed", mixed);
 	else
 		json_object_put(mixed);
-	if (said[0])
+	if (said[0] && !m->ctx_quiet)
 		fprintf(stderr, "lathist report: the inputs were measured in different contexts: %s; "
 			"their latencies may not compare (meta.context.mixed)\n", said);
 	m->r.meta.context = json_object_object_length(m->ctx_out) ? m->ctx_out : NULL;
@@ -1926,7 +1927,7 @@ static int merge_inputs(struct merge *m, char **argv, int first, int last,
 /* --diff A B: each side merged on its own, then side by side. An exit status. */
 static int report_diff(char **argv, const struct report_opts *ro)
 {
-	struct merge a = {}, b = {};
+	struct merge a = { .ctx_quiet = true }, b = { .ctx_quiet = true };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;

@@ -156,7 +156,8 @@ def test_context_fields_match_proc_and_sys():
                           capture_output=True, text=True)
     if head.returncode == 0:
         check(ctx["git_revision"] and ctx["git_revision"].startswith(head.stdout.strip()),
-              f"git_revision {ctx['git_revision']}, HEAD {head.stdout.strip()}")
+              f"git_revision {ctx['git_revision']}, HEAD {head.stdout.strip()} (if HEAD is "
+              f"newer, this lathist was built before it: run make)")
     pkg = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libbpf1"],
                          capture_output=True, text=True).stdout
     upstream = re.sub(r"^\d+:", "", pkg).split("-")[0]	# "1:1.1.0-1" -> "1.1.0"
