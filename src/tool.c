@@ -13,47 +13,51 @@
 
 #define LH_MIN_NOFILE 64
 
-static char *render(const struct lh_report *r, const struct lh_common_opts *o, size_t *len)
+/* r in o's format to f; 0, or -ENOMEM / -EIO (f's error). */
+static int render_to(FILE *f, const struct lh_report *r, const struct lh_common_opts *o)
 {
-	char *buf = NULL;
-	FILE *f;
-
 	if (o->format == LH_FMT_JSON) {
-		bool lines = o->interval_ns && !o->output;
-		char *s = lh_render_json(r, lines);
+		int err = lh_render_json_file(f, r, o->interval_ns && !o->output);
 
-		if (!s)
-			return NULL;
-		*len = strlen(s);
-		/* terminate the document with a newline */
-		buf = realloc(s, *len + 2);
-		if (!buf) {
-			free(s);
-			return NULL;
-		}
-		buf[(*len)++] = '\n';
-		buf[*len] = 0;
-		return buf;
-	}
-	f = open_memstream(&buf, len);
-	if (!f)
-		return NULL;
-	if (o->format == LH_FMT_CSV)	/* one header on stdout; each file has its own */
+		fputc('\n', f);	/* terminate the document with a newline */
+		if (err)
+			return err;
+	} else if (o->format == LH_FMT_CSV) {	/* one header on stdout; each file has its own */
 		lh_render_csv(f, r, o->output || r->meta.interval_index <= 1);
-	else if (o->format == LH_FMT_OPENMETRICS || o->format == LH_FMT_PROMETHEUS) {
+	} else if (o->format == LH_FMT_OPENMETRICS || o->format == LH_FMT_PROMETHEUS) {
 		struct lh_label labels[LH_MAX_LABELS];
 		struct lh_om_opts om;
 
 		lh_om_for(o, &r->meta, o->format == LH_FMT_OPENMETRICS, &om, labels);
 		lh_render_openmetrics(f, r, &om);
-	}
-	else
+	} else {
 		lh_render_text(f, r);
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
 	}
-	return buf;
+	return ferror(f) ? -EIO : 0;
+}
+
+struct emit { const struct lh_report *r; const struct lh_common_opts *o; };
+
+/* lh_write_atomic_with's fill: render into the unnamed file as it is made. */
+static int render_fd(int fd, void *ctx)
+{
+	const struct emit *e = ctx;
+	int dfd = dup(fd), err;
+	FILE *f = dfd < 0 ? NULL : fdopen(dfd, "w");
+
+	if (!f) {
+		err = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return err;
+	}
+	errno = 0;
+	err = render_to(f, e->r, e->o);
+	if (err == -EIO)
+		err = errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
 }
 
 int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len)
@@ -79,16 +83,34 @@ int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t l
 
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 {
-	size_t len = 0;
-	char *buf = render(r, o, &len);
 	const char *who = o->verb ? o->verb : r->meta.tool;
+	struct emit e = { r, o };
+	size_t len = 0;
+	char *buf = NULL;
+	FILE *f;
 	int err;
 
-	if (!buf) {
+	if (o->output) {	/* written as it is rendered: a large report is not held */
+		errno = 0;
+		err = lh_write_atomic_with(o->output, render_fd, &e);
+		if (err)
+			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
+				"is unchanged)\n", who, o->output,
+				err == -EINVAL ? "it is no longer a regular file" :
+				err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
+		return err;
+	}
+	/* stdout: each document in one write, so interval lines never tear */
+	f = open_memstream(&buf, &len);
+	err = f ? render_to(f, r, o) : -ENOMEM;
+	if (f && fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
 		fprintf(stderr, "lathist %s: out of memory rendering the report\n", who);
+		free(buf);
 		return -ENOMEM;
 	}
-	err = lh_emit_bytes(who, o->output, buf, len);
+	err = lh_emit_bytes(who, NULL, buf, len);
 	free(buf);
 	return err;
 }

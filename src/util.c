@@ -247,7 +247,7 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
-int lh_write_atomic(const char *path, const char *data, size_t len)
+int lh_write_atomic_with(const char *path, int (*fill)(int fd, void *ctx), void *ctx)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX + 32], *base, copy[PATH_MAX], fdpath[64];
 	struct stat st;
@@ -276,7 +276,7 @@ int lh_write_atomic(const char *path, const char *data, size_t len)
 		named = true;
 	}
 	new_file_attrs(exists ? &st : NULL, fd);
-	err = write_all(fd, data, len);
+	err = fill(fd, ctx);
 	if (!err && fsync(fd))
 		err = -errno;
 	if (!err && !named) {
@@ -303,6 +303,22 @@ int lh_write_atomic(const char *path, const char *data, size_t len)
 	if (err && named)
 		unlink(tmp);
 	return err;
+}
+
+struct bytes { const char *data; size_t len; };
+
+static int write_bytes(int fd, void *ctx)
+{
+	const struct bytes *b = ctx;
+
+	return write_all(fd, b->data, b->len);
+}
+
+int lh_write_atomic(const char *path, const char *data, size_t len)
+{
+	struct bytes b = { data, len };
+
+	return lh_write_atomic_with(path, write_bytes, &b);
 }
 
 void lh_format_cpulist(const uint64_t *mask, size_t nwords, char *buf, size_t len)

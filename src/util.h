@@ -66,6 +66,13 @@ int lh_output_check(const char *path);
 int lh_write_atomic(const char *path, const char *data, size_t len);
 
 /*
+ * lh_write_atomic with the content written by fill(fd, ctx) (0 or -errno)
+ * into the unnamed file, for output too large to build in memory first. Same
+ * errors, and fill's.
+ */
+int lh_write_atomic_with(const char *path, int (*fill)(int fd, void *ctx), void *ctx);
+
+/*
  * Task tid's start time as /proc/TID/stat shows it (field 22: clock ticks of
  * sysconf(_SC_CLK_TCK) since boot; the kernel's task->start_boottime, plus a
  * time namespace's boottime offset, divided by NSEC_PER_SEC / USER_HZ).

@@ -148,6 +148,18 @@ static json_object *load_json(const struct lh_load *l)
 	return o;
 }
 
+static json_object *part_json(const struct lh_part *p)
+{
+	json_object *po = json_object_new_object();
+
+	json_object_object_add(po, "run_id", p->run_id[0] ? json_object_new_string(p->run_id) : NULL);
+	json_object_object_add(po, "host", json_object_new_string(p->host));
+	json_object_object_add(po, "interval_index", u64(p->interval_index));
+	json_object_object_add(po, "start_realtime_ns", u64(p->start_realtime_ns));
+	json_object_object_add(po, "duration_ns", u64(p->duration_ns));
+	return po;
+}
+
 static json_object *meta_json(const struct lh_meta *m)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_object();
@@ -163,23 +175,9 @@ static json_object *meta_json(const struct lh_meta *m)
 	json_object_object_add(o, "anonymized", json_object_new_boolean(m->anonymized));
 	json_object_object_add(o, "unchecked", m->unchecked[0] ?
 			       json_object_new_string(m->unchecked) : NULL);
-	if (m->parts) {		/* a merge: every run interval it covers */
-		json_object *parts = json_object_new_array();
-
-		for (size_t i = 0; i < m->nparts; i++) {
-			const struct lh_part *p = &m->parts[i];
-			json_object *po = json_object_new_object();
-
-			json_object_object_add(po, "run_id", p->run_id[0] ?
-					       json_object_new_string(p->run_id) : NULL);
-			json_object_object_add(po, "host", json_object_new_string(p->host));
-			json_object_object_add(po, "interval_index", u64(p->interval_index));
-			json_object_object_add(po, "start_realtime_ns", u64(p->start_realtime_ns));
-			json_object_object_add(po, "duration_ns", u64(p->duration_ns));
-			json_object_array_add(parts, po);
-		}
-		json_object_object_add(o, "parts", parts);
-	}
+	if (m->parts)		/* a merge: every run interval it covers (lh_render_json
+				 * writes them one by one, here) */
+		json_object_object_add(o, "parts", NULL);
 	for (int i = 0; i < m->nattach; i++)
 		json_object_object_add(a, m->attach[i].tracepoint,
 				       json_object_new_string(m->attach[i].type));
@@ -452,23 +450,102 @@ static void pmu_json(json_object *root, const struct lh_report *r)
 	json_object_object_add(root, "counter_ratios", ratios);
 }
 
-char *lh_render_json(const struct lh_report *r, bool compact)
+/*
+ * Write v as member name of the root (name NULL: an element of the
+ * histograms array) and drop it. Pretty output is json-c's own, shifted right
+ * by indent spaces after each newline (json-c escapes newlines in strings, so
+ * each one it prints is layout), which gives the bytes json-c writes for the
+ * whole tree.
+ */
+static void put(FILE *f, const char *name, json_object *v, bool compact, bool *first,
+		int indent)
 {
-	json_object *root = json_object_new_object(), *hs = json_object_new_array();
-	const char *s;
-	char *out;
+	const char *s = json_object_to_json_string_ext(v, compact ?
+		JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
+		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
 
-	if (!root || !hs)
-		return NULL;
-	json_object_object_add(root, "schema", json_object_new_string(LH_SCHEMA));
-	json_object_object_add(root, "meta", meta_json(&r->meta));
+	fputs(*first ? "" : ",", f);
+	if (!compact)
+		fprintf(f, "\n%*s", indent, "");
+	*first = false;
+	if (name)
+		fprintf(f, compact ? "\"%s\":" : "\"%s\": ", name);
+	for (; s && *s; s++) {
+		fputc(*s, f);
+		if (*s == '\n' && !compact)
+			fprintf(f, "%*s", indent, "");
+	}
+	if (!s)
+		fputs("null", f);
+	json_object_put(v);
+}
+
+/* Open member name (NULL: an array element) with '{' or '[', as put() would. */
+static void open_member(FILE *f, const char *name, char bracket, bool compact, bool *first,
+			int indent)
+{
+	fputs(*first ? "" : ",", f);
+	if (!compact)
+		fprintf(f, "\n%*s", indent, "");
+	*first = false;
+	if (name)
+		fprintf(f, compact ? "\"%s\":" : "\"%s\": ", name);
+	fputc(bracket, f);
+}
+
+/* Close what open_member opened at indent (json-c's layout, empty ones too). */
+static void close_member(FILE *f, char bracket, bool compact, int indent)
+{
+	if (!compact)
+		fprintf(f, "\n%*s", indent, "");
+	fputc(bracket, f);
+}
+
+/* meta: its members as json-c writes them, meta.parts one part at a time (a
+ * day of intervals is 86,400 parts). */
+static void put_meta(FILE *f, const struct lh_meta *m, bool compact, bool *first)
+{
+	json_object *o = meta_json(m);
+	bool mfirst = true;
+
+	open_member(f, "meta", '{', compact, first, 2);
+	json_object_object_foreach(o, k, v) {
+		bool pfirst = true;
+
+		if (strcmp(k, "parts") || !m->parts) {
+			put(f, k, json_object_get(v), compact, &mfirst, 4);
+			continue;
+		}
+		open_member(f, "parts", '[', compact, &mfirst, 4);
+		for (size_t i = 0; i < m->nparts; i++)
+			put(f, NULL, part_json(&m->parts[i]), compact, &pfirst, 6);
+		close_member(f, ']', compact, 4);
+	}
+	close_member(f, '}', compact, 2);
+	json_object_put(o);
+}
+
+/* The document is written one member (one histogram, one part) at a time: a
+ * json-c tree of a whole one costs ~20 KiB per histogram. */
+int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
+{
+	json_object *rest = json_object_new_object();
+	bool first = true, hfirst = true;
+
+	if (!rest)
+		return -ENOMEM;
+	fputc('{', f);
+	put(f, "schema", json_object_new_string(LH_SCHEMA), compact, &first, 2);
+	put_meta(f, &r->meta, compact, &first);
+	open_member(f, "histograms", '[', compact, &first, 2);
 	for (size_t i = 0; i < r->nhists; i++)
-		json_object_array_add(hs, hist_json(&r->hists[i], r));
-	json_object_object_add(root, "histograms", hs);
+		put(f, NULL, hist_json(&r->hists[i], r), compact, &hfirst, 4);
+	close_member(f, ']', compact, 2);
+	/* the members after the histograms, in their order */
 	if (r->meta.pmu.n || r->meta.pmu.nunsupported)
-		pmu_json(root, r);
-	json_object_object_add(root, "loss", loss_json(r));
-	json_object_object_add(root, "bias", bias_json(r));
+		pmu_json(rest, r);
+	json_object_object_add(rest, "loss", loss_json(r));
+	json_object_object_add(rest, "bias", bias_json(r));
 	if (r->records.on) {
 		json_object *rec = json_object_new_object();
 
@@ -477,12 +554,29 @@ char *lh_render_json(const struct lh_report *r, bool compact)
 		json_object_object_add(rec, "eligible", u64(r->counters[LH_EV_RB_ELIGIBLE]));
 		json_object_object_add(rec, "delivered", u64(r->records.delivered));
 		json_object_object_add(rec, "dropped", u64(r->counters[LH_LOSS_RINGBUF]));
-		json_object_object_add(root, "records", rec);
+		json_object_object_add(rest, "records", rec);
 	}
-	s = json_object_to_json_string_ext(root, compact ? JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
-						  JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-	out = s ? strdup(s) : NULL;
-	json_object_put(root);
+	json_object_object_foreach(rest, k, v)
+		put(f, k, json_object_get(v), compact, &first, 2);
+	json_object_put(rest);
+	fputs(compact ? "}" : "\n}", f);
+	return ferror(f) ? -EIO : 0;
+}
+
+char *lh_render_json(const struct lh_report *r, bool compact)
+{
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+	int err;
+
+	if (!f)
+		return NULL;
+	err = lh_render_json_file(f, r, compact);
+	if (fclose(f) || err) {
+		free(out);
+		return NULL;
+	}
 	return out;
 }
 

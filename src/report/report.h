@@ -316,6 +316,10 @@ void lh_render_text(FILE *f, const struct lh_report *r);
  */
 char *lh_render_json(const struct lh_report *r, bool compact);
 
+/* The same JSON written to f as it is made (memory: one histogram's tree, not
+ * the document's); 0, -ENOMEM, or -EIO when f has an error. */
+int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact);
+
 /*
  * CSV (RFC 4180): a header row (written when with_header), then one row per
  * (histogram, key, non-empty slot): metadata, key fields, slot bounds in ns

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <search.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -27,7 +28,8 @@
 #include "util.h"
 
 #define TOOL "report"
-#define MAX_FILE_BYTES (512ULL << 20)	/* refuse larger inputs */
+#define MAX_DOC_BYTES (512ULL << 20)	/* refuse a larger document */
+#define READ_CHUNK (1U << 20)		/* bytes read at a time */
 
 enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE, OPT_DIFF };
 
@@ -71,6 +73,8 @@ struct merge {
 	struct lh_part *parts;		/* every run interval read so far (a merge's meta.parts) */
 	struct part_src { const char *path; int doc; } *part_src;	/* where each was read */
 	size_t nparts, parts_cap;
+	void *runs;			/* tsearch tree of struct run_parts, by run id */
+	size_t *noid, nnoid, noid_cap;	/* parts without a run id (any run's time) */
 	char host[65];			/* the first document's, or "mixed" */
 	bool anonymized;		/* the first document's meta.anonymized */
 	uint32_t *hist_doc;		/* per merged histogram: the last document adding to it */
@@ -663,17 +667,155 @@ static bool same_coverage(const struct lh_part *a, const struct lh_part *b)
 	       b->start_realtime_ns < a->start_realtime_ns + a->duration_ns;
 }
 
+/*
+ * The parts of one run read so far, as indexes into merge.parts: by_start in
+ * order of start (the run's parts never overlap, so their ends are in the same
+ * order) and by_index in order of interval_index. Lookups are binary searches
+ * and a series read in order appends, so reading N intervals is O(N log N).
+ */
+struct run_parts {
+	char run_id[LH_RUN_ID_LEN + 1];
+	size_t *by_start, *by_index, n, cap;
+};
+
+static int run_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct run_parts *)a)->run_id, ((const struct run_parts *)b)->run_id);
+}
+
+static void run_free(void *p)
+{
+	struct run_parts *r = p;
+
+	free(r->by_start);
+	free(r->by_index);
+	free(r);
+}
+
+/* The first position in idx[0..n) whose part's start (by_start) or interval
+ * index is not below v. */
+static size_t lower_bound(const struct merge *m, const size_t *idx, size_t n, uint64_t v,
+			  bool by_start)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct lh_part *q = &m->parts[idx[mid]];
+
+		if ((by_start ? q->start_realtime_ns : q->interval_index) < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A part read before that covers some of what p covers (same_coverage), or -1. */
+static ssize_t covered_by(const struct merge *m, const struct lh_part *p,
+			  const struct run_parts *r)
+{
+	size_t j;
+
+	if (!p->run_id[0]) {	/* without a run id: any part that overlaps it */
+		for (size_t i = 0; i < m->nparts; i++)
+			if (same_coverage(p, &m->parts[i]))
+				return (ssize_t)i;
+		return -1;
+	}
+	for (size_t i = 0; i < m->nnoid; i++)
+		if (same_coverage(p, &m->parts[m->noid[i]]))
+			return (ssize_t)m->noid[i];
+	if (!r || !r->n)
+		return -1;
+	j = lower_bound(m, r->by_index, r->n, p->interval_index, false);
+	if (j < r->n && m->parts[r->by_index[j]].interval_index == p->interval_index)
+		return (ssize_t)r->by_index[j];
+	/* of the parts that start before p ends, the last ends last */
+	j = lower_bound(m, r->by_start, r->n, p->start_realtime_ns + p->duration_ns, true);
+	if (j && same_coverage(p, &m->parts[r->by_start[j - 1]]))
+		return (ssize_t)r->by_start[j - 1];
+	return -1;
+}
+
+/* Insert part i at its place in idx (n entries, room for one more). */
+static void insert_at(const struct merge *m, size_t *idx, size_t n, size_t i, bool by_start)
+{
+	const struct lh_part *p = &m->parts[i];
+	size_t j = lower_bound(m, idx, n, by_start ? p->start_realtime_ns : p->interval_index,
+			       by_start);
+
+	memmove(idx + j + 1, idx + j, (n - j) * sizeof(*idx));
+	idx[j] = i;
+}
+
+/* Grow *a (of *cap entries) to hold n + 1; -ENOMEM. */
+static int grow_idx(size_t **a, size_t n, size_t *cap)
+{
+	size_t c = *cap ? 2 * *cap : 64, *na;
+
+	if (n < *cap)
+		return 0;
+	na = realloc(*a, c * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = c;
+	return 0;
+}
+
+/* Index the newest part, m->parts[m->nparts - 1], under its run; -ENOMEM. */
+static int index_part(struct merge *m, struct run_parts *r)
+{
+	size_t i = m->nparts - 1, cap;
+	void *node;
+
+	if (!m->parts[i].run_id[0]) {
+		if (grow_idx(&m->noid, m->nnoid, &m->noid_cap))
+			return -ENOMEM;
+		m->noid[m->nnoid++] = i;
+		return 0;
+	}
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		memcpy(r->run_id, m->parts[i].run_id, sizeof(r->run_id));
+		node = tsearch(r, &m->runs, run_cmp);
+		if (!node || *(struct run_parts **)node != r) {
+			run_free(r);
+			return -ENOMEM;
+		}
+	}
+	cap = r->cap;
+	if (grow_idx(&r->by_start, r->n, &cap))
+		return -ENOMEM;
+	if (grow_idx(&r->by_index, r->n, &r->cap))
+		return -ENOMEM;
+	insert_at(m, r->by_start, r->n, i, true);
+	insert_at(m, r->by_index, r->n, i, false);
+	r->n++;
+	return 0;
+}
+
 /* Note what a document covers; refused when an input read before covers some
  * of it already (a copy, a repeated line, overlapping series). */
 static int add_part(struct merge *m, const struct lh_part *p)
 {
-	for (size_t i = 0; i < m->nparts; i++) {
+	struct run_parts key, **found = NULL, *r;
+	ssize_t i;
+
+	if (p->run_id[0]) {
+		memcpy(key.run_id, p->run_id, sizeof(key.run_id));
+		found = tfind(&key, &m->runs, run_cmp);
+	}
+	r = found ? *found : NULL;
+	i = covered_by(m, p, r);
+	if (i >= 0) {
 		const struct lh_part *q = &m->parts[i];
 		const struct part_src *src = &m->part_src[i];
 		char other[300], what[32];
 
-		if (!same_coverage(p, q))
-			continue;
 		snprintf(other, sizeof(other), "%s", src->path);
 		if (src->doc > 1 || src->path == m->path)
 			snprintf(other + strlen(other), sizeof(other) - strlen(other),
@@ -708,7 +850,7 @@ static int add_part(struct merge *m, const struct lh_part *p)
 	m->part_src[m->nparts].path = m->path;
 	m->part_src[m->nparts].doc = m->line;
 	m->nparts++;
-	return 0;
+	return index_part(m, r);
 }
 
 /* meta.run_id with meta.interval_index and its span; or, for a merge (run_id
@@ -1408,50 +1550,6 @@ static int add_doc(struct merge *m, json_object *doc)
 	return 0;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		size_t got;
-
-		if (cap - n < 65536) {
-			char *nb;
-
-			if (cap >= MAX_FILE_BYTES) {
-				errno = EFBIG;
-				break;
-			}
-			cap = cap ? 2 * cap : 65536;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				errno = ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0) {
-			if (ferror(f))
-				break;
-			buf[n] = 0;
-			*len = n;
-			if (f != stdin)
-				fclose(f);
-			return buf;
-		}
-	}
-	if (f != stdin)
-		fclose(f);
-	free(buf);
-	return NULL;
-}
-
 /*
  * An integer literal past 2^64-1 in one document's text (len bytes), outside
  * strings: json-c reads it as 2^64-1, so it is looked for here, to be refused
@@ -1492,52 +1590,125 @@ static size_t big_number(const char *t, size_t len, const char **key, size_t *kl
 	return len;
 }
 
-/* Every JSON document in buf (one, or JSON lines), in order. */
-static int read_buffer(struct merge *m, const char *buf, size_t len)
+/*
+ * An input read a chunk at a time: buf holds its bytes from offset base on,
+ * from the document being parsed to what was read last, so memory follows
+ * the largest document, not the input (a day of -i 1 is one file).
+ */
+struct input {
+	FILE *f;		/* NULL: buf is the whole input, not owned */
+	char *buf;
+	size_t len, cap;
+	uint64_t base;		/* input offset of buf[0] */
+	bool eof;
+};
+
+/*
+ * Keep buf[keep..len) (moved to the front) and read the next chunk after it.
+ * 0, or an error said: -EIO (read error), -EFBIG (a document past
+ * MAX_DOC_BYTES), -ENOMEM; a NUL byte is refused here, where each byte is
+ * first seen.
+ */
+static int fill(struct merge *m, struct input *in, size_t keep)
+{
+	size_t got;
+
+	memmove(in->buf, in->buf + keep, in->len - keep);
+	in->len -= keep;
+	in->base += keep;
+	if (in->len > MAX_DOC_BYTES)
+		return bad(m, "a document is larger than 512 MiB");
+	if (in->cap - in->len < READ_CHUNK) {
+		size_t cap = in->len + READ_CHUNK;
+		char *nb = realloc(in->buf, cap);
+
+		if (!nb)
+			return -ENOMEM;
+		in->buf = nb;
+		in->cap = cap;
+	}
+	got = fread(in->buf + in->len, 1, in->cap - in->len, in->f);
+	if (!got && ferror(in->f)) {
+		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->path, strerror(errno));
+		return -EIO;
+	}
+	in->eof = !got;
+	if (memchr(in->buf + in->len, 0, got))
+		return bad(m, "holds a NUL byte");
+	in->len += got;
+	return 0;
+}
+
+/* One parsed document, or the error said: its bytes are in->buf[*off..*end). */
+static int parse_doc(struct merge *m, json_tokener *tok, struct input *in, size_t *off,
+		     size_t *end, json_object **doc)
+{
+	size_t fed = *off;
+	int err;
+
+	json_tokener_reset(tok);
+	for (;;) {
+		size_t n = in->len - fed;
+		enum json_tokener_error je;
+
+		*doc = json_tokener_parse_ex(tok, in->buf + fed, (int)(n > INT32_MAX ? INT32_MAX : n));
+		je = json_tokener_get_error(tok);
+		if (*doc || je != json_tokener_continue || !in->f || in->eof) {
+			if (*doc) {
+				*end = fed + json_tokener_get_parse_end(tok);
+				return 0;
+			}
+			m->line++;
+			if (je == json_tokener_success)	/* "null": JSON, but nothing */
+				return bad(m, "a document is not a JSON object (null)");
+			return bad(m, "not JSON at byte %" PRIu64 " (json-c: %s)",
+				   in->base + fed + json_tokener_get_parse_end(tok),
+				   je == json_tokener_continue ? "unexpected end" :
+				   json_tokener_error_desc(je));
+		}
+		/* the tokener took all of it: read on, keeping the document's bytes */
+		fed = in->len - *off;
+		err = fill(m, in, *off);
+		*off = 0;
+		if (err)
+			return err;
+	}
+}
+
+/* Every JSON document of in (one, or JSON lines), in order. */
+static int read_input(struct merge *m, struct input *in)
 {
 	json_tokener *tok = json_tokener_new();
-	size_t off = 0, end, big, klen;
+	size_t off = 0, end = 0, big, klen;
 	const char *key;
 	int err = 0;
 
 	if (!tok)
 		return -ENOMEM;
+	if (!in->f && memchr(in->buf, 0, in->len))
+		err = bad(m, "holds a NUL byte");
 	while (!err) {
 		json_object *doc;
 
-		while (off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' ||
-				     buf[off] == '\t'))
+		while (off < in->len && (in->buf[off] == ' ' || in->buf[off] == '\n' ||
+					 in->buf[off] == '\r' || in->buf[off] == '\t'))
 			off++;
-		if (off >= len)
-			break;
-		if (memchr(buf + off, 0, len - off)) {
-			err = bad(m, "holds a NUL byte");
-			break;
+		if (off >= in->len) {
+			if (!in->f || in->eof)
+				break;
+			err = fill(m, in, off);
+			off = 0;
+			continue;
 		}
-		json_tokener_reset(tok);
-		doc = json_tokener_parse_ex(tok, buf + off, (int)(len - off > INT32_MAX ?
-								     INT32_MAX : len - off));
-		if (!doc) {
-			enum json_tokener_error je = json_tokener_get_error(tok);
-
-			m->line++;
-			if (je == json_tokener_success)	/* "null": JSON, but nothing */
-				err = bad(m, "a document is not a JSON object (null)");
-			else
-				err = bad(m, "not JSON at byte %zu (json-c: %s)",
-					  off + json_tokener_get_parse_end(tok),
-					  je == json_tokener_continue ? "unexpected end" :
-					  json_tokener_error_desc(je));
+		err = parse_doc(m, tok, in, &off, &end, &doc);
+		if (err)
 			break;
-		}
-		end = json_tokener_get_parse_end(tok);
-		big = big_number(buf + off, end, &key, &klen);
-		off += end;
+		big = big_number(in->buf + off, end - off, &key, &klen);
 		if (!json_object_is_type(doc, json_type_object)) {
 			m->line++;
 			err = bad(m, "a document is not a JSON object");
-		} else if (big < end) {
-			const char *v = buf + off - end + big;
+		} else if (big < end - off) {
+			const char *v = in->buf + off + big;
 			size_t n = strspn(v, "0123456789");
 
 			m->line++;
@@ -1547,6 +1718,7 @@ static int read_buffer(struct merge *m, const char *buf, size_t len)
 		} else {
 			err = add_doc(m, doc);
 		}
+		off = end;
 		json_object_put(doc);
 	}
 	json_tokener_free(tok);
@@ -1557,22 +1729,30 @@ static int read_buffer(struct merge *m, const char *buf, size_t len)
 	return err;
 }
 
+/* Every JSON document in buf (len bytes: one document, or JSON lines). */
+static int read_buffer(struct merge *m, const char *buf, size_t len)
+{
+	struct input in = { .buf = (char *)buf, .len = len, .eof = true };
+
+	return read_input(m, &in);
+}
+
 static int read_file(struct merge *m, const char *path)
 {
-	size_t len = 0;
-	char *buf;
+	struct input in = { 0 };
 	int err;
 
 	m->path = strcmp(path, "-") ? path : "standard input";
 	m->line = 0;
-	buf = read_all(path, &len);
-	if (!buf) {
-		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->path,
-			errno == EFBIG ? "larger than 512 MiB" : strerror(errno));
+	in.f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (!in.f) {
+		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->path, strerror(errno));
 		return -EIO;
 	}
-	err = read_buffer(m, buf, len);
-	free(buf);
+	err = read_input(m, &in);
+	if (in.f != stdin)
+		fclose(in.f);
+	free(in.buf);
 	return err;
 }
 
@@ -1646,6 +1826,8 @@ static void merge_free(struct merge *m)
 	lh_report_clear(&m->r);
 	free(m->parts);
 	free(m->part_src);
+	free(m->noid);
+	tdestroy(m->runs, run_free);
 	free(m->hist_doc);
 }
 

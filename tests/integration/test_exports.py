@@ -4,6 +4,7 @@ addition and refuses bad input, the heatmap is well-formed and not blank."""
 import csv
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -567,6 +568,38 @@ def test_report_refuses_bad_files():
         check(rc == 2 and "no input" in err, err)
 
 
+def test_report_reads_documents_across_chunks():
+    """report reads its input 1 MiB at a time, keeping only the document being parsed: a
+    document that spans chunks merges as the same one in one piece, an error past the
+    first chunk names its byte in the file, and a NUL byte after it is still refused."""
+    with tempfile.TemporaryDirectory() as tmp:
+        series = os.path.join(tmp, "s.jsonl")
+        rc, _, err = run("runq", "-d", "0.6", "-i", "0.2", "-f", "json", "--series", series)
+        check(rc == 0, err)
+        lines = open(series).read().splitlines()
+        pad = " " * (3 << 20)
+
+        def write(name, text):
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+        # whitespace inside the first document and between documents: 3 chunks each
+        padded = write("padded.jsonl", "{" + pad + lines[0][1:] + "\n" + pad + "\n" +
+                       "\n".join(lines[1:]) + "\n")
+        a, b = report("-f", "json", series), report("-f", "json", padded)
+        check(a[0] == 0 and b[0] == 0, f"{a[2]!r} {b[2]!r}")
+        check(json.loads(a[1])["histograms"] == json.loads(b[1])["histograms"] and
+              json.loads(a[1])["loss"] == json.loads(b[1])["loss"], "padded merge differs")
+        bad = lines[0][:200] + "}"
+        rc, _, plain = report(write("bad.json", bad))
+        rc2, _, far = report(write("farbad.json", pad + bad))
+        at = [int(re.search(r"not JSON at byte (\d+)", e).group(1)) for e in (plain, far)]
+        check(rc == 1 and rc2 == 1 and at[1] == at[0] + len(pad), f"{plain!r} {far!r}")
+        rc, _, err = report(write("nul.jsonl", lines[0] + "\n" + pad + "\0\n"))
+        check(rc == 1 and "holds a NUL byte" in err, f"rc {rc}: {err!r}")
+
+
 def test_report_counts_each_interval_once():
     """Each document carries its run id, interval and span: report refuses the same
     interval twice (a copy, the same document twice in one file, a file and its copy on
@@ -594,6 +627,14 @@ def test_report_counts_each_interval_once():
                 f.write(text)
             return path
         copy = write("copy.json", lines[0] + "\n")
+
+        def edited(line, index=None, start=None, duration=None):
+            d = json.loads(line)
+            m = d["meta"]
+            m["interval_index"] = m["interval_index"] if index is None else index
+            m["start_realtime_ns"] = m["start_realtime_ns"] if start is None else start
+            m["duration_ns"] = m["duration_ns"] if duration is None else duration
+            return json.dumps(d)
         refused = {
             "a copy": [one, copy],
             "twice in one file": [write("twice.jsonl", lines[0] + "\n" + lines[0] + "\n")],
@@ -601,11 +642,26 @@ def test_report_counts_each_interval_once():
             "the last interval and the series": [series, last],
             "overlapping series": [write("head.jsonl", "\n".join(lines[:3]) + "\n"),
                                    write("tail.jsonl", "\n".join(lines[2:]) + "\n")],
+            # the run's parts are indexed by start and by interval: neither may hide
+            "a line spanning lines read before it": [write("span.jsonl", "\n".join(
+                lines + [edited(lines[1], index=99, duration=docs[-1]["meta"]["start_realtime_ns"]
+                                - docs[1]["meta"]["start_realtime_ns"])]) + "\n")],
+            "an interval again, at another time": [write("moved.jsonl", "\n".join(
+                lines + [edited(lines[1], start=docs[-1]["meta"]["start_realtime_ns"] + 10 ** 12)])
+                + "\n")],
         }
         for name, inputs in refused.items():
             rc, out, err = report(*inputs)
             check(rc == 1 and "it would be counted twice" in err and
                   len(err.strip().splitlines()) == 1 and not out, f"{name}: rc {rc}, {err!r}")
+        # the same series read backwards (each part lands first in its index) merges the same
+        fwd = report("-f", "json", series)
+        back = report("-f", "json", write("back.jsonl", "\n".join(reversed(lines)) + "\n"))
+        check(fwd[0] == 0 and back[0] == 0, f"{fwd[2]!r} {back[2]!r}")
+        f, b = json.loads(fwd[1]), json.loads(back[1])
+        check(f["histograms"] == b["histograms"] and f["loss"] == b["loss"] and
+              sorted(p["interval_index"] for p in b["meta"]["parts"]) ==
+              list(range(1, len(lines) + 1)), "forward and backward merges differ")
         rc, out, err = report(one, "-", stdin=lines[0] + "\n")
         check(rc == 1 and "standard input" in err and "counted twice" in err, f"stdin: {err!r}")
         rc, out, err = report("-", "-", stdin=lines[0] + "\n")
