@@ -33,7 +33,8 @@ const char lh_common_help[] =
 	"                         owner) instead of stdout; - is stdout\n"
 	"      --attach TYPE      auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
 	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
-	"                         (default 10240; overflow is counted as hist_map_full)\n"
+	"                         (default: sized to the threads or processes running at\n"
+	"                         start, -v says how; overflow is counted as hist_map_full)\n"
 	"      --slower-than DUR  also emit one record per event at or over DUR (e.g. 10ms,\n"
 	"                         250us; 0 = every event) through a BPF ring buffer\n"
 	"      --ringbuf-size SIZE  ring buffer size (default 256k; rounded up to a\n"
@@ -74,7 +75,7 @@ void lh_common_defaults(struct lh_common_opts *o)
 	o->unit = "us";
 	o->format = LH_FMT_TEXT;
 	o->attach = LH_ATTACH_AUTO;
-	o->max_keys = 10240;
+	o->max_keys = 0;	/* sized from the machine (lh_auto_max_keys) */
 	o->max_precision = LH_MAX_PRECISION;
 	o->slower_than_ns = UINT64_MAX;
 	o->ringbuf_bytes = 256 * 1024;

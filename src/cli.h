@@ -39,7 +39,7 @@ struct lh_common_opts {
 	bool watch_thread;	/* watch_tid is a -t thread */
 	char cgroup[PATH_MAX];	/* "" = any cgroup */
 	uint64_t cgroup_id;	/* cgroup v2 id (kernfs node id) */
-	uint32_t max_keys;	/* entries of keyed histogram maps */
+	uint32_t max_keys;	/* entries of keyed histogram maps; 0: sized from the machine */
 	uint32_t max_precision;	/* the tool's limit (LH_MAX_PRECISION, bio less) */
 	uint64_t slower_than_ns;	/* records for events >= this; UINT64_MAX = none */
 	uint64_t ringbuf_bytes;		/* ring buffer size, a power-of-two number of pages */

@@ -63,7 +63,8 @@ static const char bio_help[] =
 	"                         was created (path and id)\n"
 	"Filters (applied in BPF):\n"
 	"      --disk NAME        only requests to this disk\n"
-	"      --max-requests N   entries of the in-flight request map (16384)\n"
+	"      --max-requests N   entries of the in-flight request map (default: the disks'\n"
+	"                         request tags now x 1.5 + 1024, -v says how many)\n"
 	"Common options (-p and --cgroup select the submitter):\n";
 
 void bio_dev_name(uint32_t dev, char *name, size_t len)
@@ -175,7 +176,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 	memset(o, 0, sizeof(*o));
 	lh_common_defaults(&o->c);
 	o->c.max_precision = BIO_MAX_PRECISION;
-	o->max_requests = 16384;
+	o->max_requests = 0;	/* sized from the disks' tags (auto_max_requests) */
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, LH_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
@@ -361,12 +362,90 @@ static void meta_attach(struct lh_meta *m, const struct bio_attach_plan *p)
 		m->attach[m->nattach++] = (struct lh_attach){ "block_rq_merge", type };
 }
 
+/* Block devices in /sys/block (at least 1). */
+static uint32_t count_disks(void)
+{
+	DIR *d = opendir("/sys/block");
+	struct dirent *e;
+	uint32_t n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n ? n : 1;
+}
+
+/*
+ * Entries of the in-flight request map when --max-requests is not given: a
+ * request exists from its tag's allocation to its completion, so no more are
+ * in flight than the disks have tags: per blk-mq disk, nr_requests (per
+ * hardware queue; the scheduler's tags when it has one) x its hardware
+ * queues (/sys/block/DEV/mq/N). Half again for disks added while tracing,
+ * plus 1024; at most 1 << 22. *tags gets the sum.
+ */
+static uint32_t auto_max_requests(uint32_t *tags)
+{
+	DIR *d = opendir("/sys/block"), *q;
+	struct dirent *e, *h;
+	uint64_t sum = 0, n;
+	char path[PATH_MAX];
+
+	while (d && (e = readdir(d))) {
+		unsigned long long nr = 0;
+		uint32_t queues = 0;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/nr_requests", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &nr) != 1)
+			nr = 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/block/%s/mq", e->d_name);
+		q = opendir(path);
+		while (q && (h = readdir(q)))
+			queues += h->d_name[0] >= '0' && h->d_name[0] <= '9';
+		if (q)
+			closedir(q);
+		sum += nr * (queues ? queues : 1);
+	}
+	if (d)
+		closedir(d);
+	*tags = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+	n = sum * 3 / 2 + 1024;
+	return n > (1U << 22) ? 1U << 22 : (uint32_t)n;
+}
+
 static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_attach_plan *p)
 {
 	uint32_t nslots = LH_NSLOTS(o->c.precision);
 	size_t hist_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	size_t value_size = BIO_NR_HISTS * hist_size;
 	bool btf = p->type == LH_ATTACH_TP_BTF, raw = p->type == LH_ATTACH_RAW_TP;
+	uint32_t max_keys = o->c.max_keys, keys = 0, max_requests = o->max_requests, tags;
+
+	if (!max_keys) {
+		/* one entry per key holds its three histograms: processes (a cgroup's
+		 * keys are no more than its processes) x disks x operations */
+		bool procs = o->group & (BIO_GROUP_PROCESS | BIO_GROUP_CGROUP);
+
+		max_keys = lh_auto_max_keys(procs ? LH_KEYS_PROCESSES : LH_KEYS_FEW, 1,
+					    (o->group & BIO_GROUP_DISK ? count_disks() : 1) *
+					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), &keys);
+		if (o->c.verbose)
+			fprintf(stderr, "--max-keys: %u entries, for %u keys now, x 1.5 + 1024\n",
+				max_keys, keys);
+	}
+	if (!max_requests) {
+		max_requests = auto_max_requests(&tags);
+		if (o->c.verbose)
+			fprintf(stderr, "--max-requests: %u entries, for the disks' %u request "
+				"tags now, x 1.5 + 1024\n", max_requests, tags);
+	}
 
 	s->rodata->hist_precision = o->c.precision;
 	s->rodata->hist_nslots = nslots;
@@ -384,10 +463,10 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 				     &s->rodata->rb_wakeup_bytes);
 	bpf_map__set_value_size(s->maps.bio_hist, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
-	bpf_map__set_max_entries(s->maps.bio_hist, o->c.max_keys);
+	bpf_map__set_max_entries(s->maps.bio_hist, max_keys);
 	if (o->group & BIO_GROUP_PROCESS)	/* many keys, created in bursts */
-		lh_prealloc_if_small(s->maps.bio_hist, o->c.max_keys, value_size);
-	bpf_map__set_max_entries(s->maps.bio_requests, o->max_requests);
+		lh_prealloc_if_small(s->maps.bio_hist, max_keys, value_size);
+	bpf_map__set_max_entries(s->maps.bio_requests, max_requests);
 
 	bpf_program__set_autoload(s->progs.bio_io_start_btf, btf && p->has_io_start);
 	bpf_program__set_autoload(s->progs.bio_insert_btf, btf && !p->has_io_start);

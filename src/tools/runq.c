@@ -70,7 +70,8 @@ static const char runq_help[] =
 	"                         page-faults, ..., rNNNN (at most 8)\n"
 	"      --counters-optional  go on without counters this machine cannot count\n"
 	"Maps:\n"
-	"      --max-tasks N      raw_tp: entries of the pid-keyed start map (32768)\n"
+	"      --max-tasks N      raw_tp: entries of the pid-keyed start map (default: the\n"
+	"                         threads now x 1.5 + 1024, -v says how many)\n"
 	"Common options:\n";
 
 static int parse_cpus(struct runq_opts *o, const char *arg)
@@ -178,7 +179,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 	memset(o, 0, sizeof(*o));
 	lh_common_defaults(&o->c);
 	o->c.has_tid_option = true;
-	o->max_tasks = 32768;
+	o->max_tasks = 0;	/* sized from the threads (lh_auto_max_keys) */
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, LH_COMMON_SHORTOPTS "t:", longopts, NULL)) != -1) {
@@ -331,6 +332,19 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	size_t value_size = sizeof(struct lh_hist_head) + 8 * nslots;
 	int nargs = lh_tp_nargs("sched_switch");
 	bool keyed = keyed_group(o->group);
+	uint32_t max_keys = o->c.max_keys, max_tasks = o->max_tasks, keys = 0;
+
+	if (keyed && !max_keys) {
+		/* a thread's or process's wakeup and preempt (and oncpu) histograms;
+		 * a cgroup's keys are no more than the processes in it */
+		max_keys = lh_auto_max_keys(o->group == RUNQ_GROUP_THREAD ? LH_KEYS_THREADS :
+					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, &keys);
+		if (o->c.verbose)
+			fprintf(stderr, "--max-keys: %u entries, for the %u %s now, %u histograms "
+				"each, x 1.5 + 1024\n", max_keys, keys,
+				o->group == RUNQ_GROUP_THREAD ? "threads" : "processes",
+				o->oncpu ? 3 : 2);
+	}
 
 	s->rodata->hist_precision = o->c.precision;
 	s->rodata->hist_nslots = nslots;
@@ -351,9 +365,15 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_value_size(s->maps.runq_hist, value_size);
 	bpf_map__set_value_size(s->maps.runq_hist_keyed, value_size);
 	bpf_map__set_value_size(s->maps.lathist_zero_hist, value_size);
-	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? o->c.max_keys : 1);
-	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? o->c.max_keys : 1);
-	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : o->max_tasks);
+	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? max_keys : 1);
+	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? max_keys : 1);
+	if (!btf && !max_tasks) {
+		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, &keys);
+		if (o->c.verbose)
+			fprintf(stderr, "--max-tasks: %u entries, for the %u threads now, x 1.5 + "
+				"1024\n", max_tasks, keys);
+	}
+	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : max_tasks);
 	s->rodata->use_task_storage = btf;
 	/* the sweeps: task iterators (5.8+), loaded where task storage (5.11+)
 	 * says the kernel is new enough */
@@ -366,12 +386,12 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	s->rodata->pmu_ncpus = (uint32_t)libbpf_num_possible_cpus();
 	bpf_map__set_max_entries(s->maps.runq_pmu_events,
 				 o->npmu ? (uint32_t)o->npmu * s->rodata->pmu_ncpus : 1);
-	bpf_map__set_max_entries(s->maps.runq_pmu_keyed, keyed && o->npmu ? o->c.max_keys : 1);
+	bpf_map__set_max_entries(s->maps.runq_pmu_keyed, keyed && o->npmu ? max_keys : 1);
 	if (keyed) {
-		lh_prealloc_if_small(s->maps.runq_hist_keyed, o->c.max_keys, value_size);
-		lh_prealloc_if_small(s->maps.runq_lost_keyed, o->c.max_keys, sizeof(uint64_t));
+		lh_prealloc_if_small(s->maps.runq_hist_keyed, max_keys, value_size);
+		lh_prealloc_if_small(s->maps.runq_lost_keyed, max_keys, sizeof(uint64_t));
 		if (o->npmu)
-			lh_prealloc_if_small(s->maps.runq_pmu_keyed, o->c.max_keys,
+			lh_prealloc_if_small(s->maps.runq_pmu_keyed, max_keys,
 					     sizeof(struct lh_pmu_val));
 	}
 	if (!has_storage)	/* the map would fail to create; the raw_tp programs do not use it */

@@ -392,6 +392,39 @@ def test_partial_completion_and_pointer_reuse():
           f"sweep {delta}")
 
 
+def disk_tags():
+    """Request tags of every blk-mq disk: nr_requests x its hardware queues (sysfs)."""
+    total = 0
+    for d in os.listdir("/sys/block"):
+        try:
+            nr = int(open(f"/sys/block/{d}/queue/nr_requests").read())
+        except OSError:
+            continue
+        mq = f"/sys/block/{d}/mq"
+        queues = sum(q.isdigit() for q in os.listdir(mq)) if os.path.isdir(mq) else 0
+        total += nr * max(queues, 1)
+    return total
+
+
+def test_maps_sized_to_the_machine():
+    """Without --max-requests the in-flight map holds the disks' request tags x 1.5 + 1024
+    (a request exists from its tag to its completion), computed here from sysfs, with a
+    loop device added just before so the count is the one bio read; --per-process's
+    histogram map: the processes in /proc (read while bio starts) x 1.5 + 1024."""
+    with LoopDevice():
+        tags = disk_tags()
+        lo = sum(d.isdigit() for d in os.listdir("/proc"))
+        rc, out, err = run("bio", "-d", "0.2", "-f", "json", "--per-process")
+        hi = sum(d.isdigit() for d in os.listdir("/proc"))
+    check(rc == 0, err)
+    maps = {m["name"]: m["max_entries"] for m in json.loads(out)["meta"]["maps"]}
+    check(maps["bio_requests"] == tags * 3 // 2 + 1024, f"{maps} for {tags} tags")
+    # processes come and go while it starts: between the fewest and the most this saw,
+    # the most with the run itself (bio counts its own process)
+    want = sorted(k * 3 // 2 + 1024 for k in (min(lo, hi), max(lo, hi) + 1))
+    check(want[0] <= maps["bio_hist"] <= want[1], f"bio_hist {maps['bio_hist']}, want {want}")
+
+
 def test_full_maps_are_losses():
     """Maps too small lose requests: counted once each, flagged, and `paired` still
     equals what the histograms hold. Two processes per device, each its own key."""

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from lh import (LATHIST, Lathist, Workload, by_id, check, per_task, run,
@@ -651,6 +652,48 @@ def test_full_maps_are_losses():
               f"{args}: paired {loss['paired']} != histograms' total")
         check(doc["bias"]["flag"] and any("_map_full" in r for r in doc["bias"]["reasons"]),
               f"{args}: not flagged: {doc['bias']}")
+
+
+def nr_threads():
+    """The kernel's thread count, as /proc/loadavg gives it (running/total)."""
+    return int(open("/proc/loadavg").read().split()[3].split("/")[1])
+
+
+def nr_processes():
+    return sum(1 for d in os.listdir("/proc") if d.isdigit())
+
+
+def test_keyed_maps_sized_to_the_machine():
+    """Without --max-keys / --max-tasks the keyed maps hold kinds x keys x 1.5 + 1024
+    entries for the threads (or processes) the kernel has when tracing starts: read here
+    from /proc while lathist starts (it reads them once), the map sizes in meta.maps fall
+    between those of the fewest and the most seen."""
+    for args, count, map_name, per_key in (
+            (["--per-thread"], nr_threads, "runq_hist_keyed", 2),
+            (["--per-process", "--oncpu"], nr_processes, "runq_hist_keyed", 3),
+            (["--attach", "raw_tp"], nr_threads, "runq_pid_start", 1)):
+        seen, done = [count()], threading.Event()
+
+        def sample():	# the count while lathist starts: it reads it once, in between
+            while not done.is_set():
+                seen.append(count())
+                time.sleep(0.002)
+        t = threading.Thread(target=sample)
+        t.start()
+        rc, out, err = run("runq", "-d", "0.2", "-f", "json", *args)
+        done.set()
+        t.join()
+        check(rc == 0, f"{args}: {err}")
+        maps = {m["name"]: m["max_entries"] for m in json.loads(out)["meta"]["maps"]}
+        want = [k * per_key * 3 // 2 + 1024 for k in (min(seen), max(seen))]
+        check(want[0] <= maps[map_name] <= want[1],
+              f"{args}: {map_name} {maps[map_name]} entries, want {want} "
+              f"({min(seen)}..{max(seen)} keys)")
+        if map_name == "runq_hist_keyed":
+            check(maps["runq_lost_keyed"] == maps[map_name], f"{args}: {maps}")
+    rc, out, err = run("runq", "-d", "0.2", "-f", "json", "--per-thread", "--max-keys", "777")
+    check(rc == 0 and {m["name"]: m["max_entries"] for m in json.loads(out)["meta"]["maps"]}
+          ["runq_hist_keyed"] == 777, f"--max-keys 777: {err}")
 
 
 def test_attach_paths_agree():
