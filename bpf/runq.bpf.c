@@ -1092,6 +1092,13 @@ static __always_inline struct task_struct *sweep_task(struct bpf_iter__task *ctx
  * pid-keyed raw_tp it does so only under -p, -t or --cgroup: the map
  * (--max-tasks) is not filled with every task of the system.
  */
+/* The start sweep's first run, before tracing is enabled: task storage made
+ * for every traced task and what failed (process context, where the BPF
+ * allocator refills its caches between tasks; a program making it at each
+ * task's first event, inside the scheduler, failed for some of 10,000 new
+ * keys at once). Written by that sweep only. */
+__u64 sweep_made, sweep_make_failed;
+
 SEC("iter/task")
 int runq_sweep_start(struct bpf_iter__task *ctx)
 {
@@ -1102,7 +1109,16 @@ int runq_sweep_start(struct bpf_iter__task *ctx)
 	bool running;
 	__u64 n;
 
-	if (!c || (!use_task_storage && !TASK_FILTERS && !filter_tid))
+	if (!c) {		/* not enabled yet: make the storage, no baseline */
+		if (use_task_storage && (t = sweep_task(ctx, &tid))) {
+			if (sweep_state(t, tid, true))
+				sweep_made++;
+			else
+				sweep_make_failed++;
+		}
+		return 0;
+	}
+	if (!use_task_storage && !TASK_FILTERS && !filter_tid)
 		return 0;
 	t = sweep_task(ctx, &tid);
 	if (!t)

@@ -201,6 +201,8 @@ static uint64_t prog_misses(const struct lh_session *s)
 
 void lh_session_attached(struct lh_session *s, const char *what)
 {
+	if (s->prepare)
+		s->prepare(s);
 	*s->start_ns = lh_now_ns();
 	*s->enabled = true;
 	s->prog_misses = prog_misses(s);	/* what tracing counts starts here */

@@ -37,6 +37,9 @@ struct lh_session {
 	 * last read, programs running (runq: its sweeps of every task's switch
 	 * count); last tells which. */
 	void (*sweep)(struct lh_session *s, bool last);
+	/* Optional: run once when every program is attached, before tracing is
+	 * enabled (runq: task storage made for every traced task). */
+	void (*prepare)(struct lh_session *s);
 	/* Format one ring buffer record (--slower-than); ctx is the session. */
 	lh_format_record_fn format_record;
 	void *tool;			/* the tool's own context */

@@ -798,6 +798,28 @@ static uint64_t hidden_tasks(const struct runq_opts *o, const uint32_t *before, 
 }
 
 /*
+ * Before tracing is enabled: the start sweep makes every traced task's
+ * storage (bpf/runq.bpf.c sweep_made), so that the programs do not allocate
+ * it in a burst inside the scheduler. -v says how many; a task it could not
+ * make storage for gets it at its first event, or counts storage_failed.
+ */
+static void prepare(struct lh_session *s)
+{
+	struct runq_ctx *x = s->tool;
+	struct bpf_program *p = x->skel->progs.runq_sweep_start;
+	int err;
+
+	if (!bpf_program__autoload(p) || !x->skel->rodata->use_task_storage)
+		return;
+	err = lh_run_iter(p, -1, NULL, NULL);
+	if (s->c->verbose)
+		fprintf(stderr, "task storage made before tracing: %llu tasks, %llu failed%s%s\n",
+			(unsigned long long)x->skel->bss->sweep_made,
+			(unsigned long long)x->skel->bss->sweep_make_failed,
+			err ? "; the sweep failed: " : "", err ? strerror(-err) : "");
+}
+
+/*
  * Run a sweep of every task's switch count (bpf/runq.bpf.c): at the start
  * its baseline, before the last read the waits no event showed, and the
  * traced tasks the kernel's task iterator hid from it. A failure is said (the
@@ -960,6 +982,7 @@ static int runq_main(int argc, char **argv)
 	counters_open = o.npmu > 0;
 	s.read_hists = read_hists;
 	s.sweep = sweep;
+	s.prepare = prepare;
 	s.max_value_size = sizeof(struct lh_pmu_val);
 	s.format_record = format_record;
 	s.tool = &x;

@@ -14,6 +14,9 @@
  *                                             with the same pid (clone3 set_tid)
  *   runqwork pipe  CGROUP ROUNDS              a reader child in cgroup CGROUP is woken
  *                                             ROUNDS times by a writer outside it
+ *   runqwork crowd THREADS MS                 THREADS threads, made before "ready",
+ *                                             each sleeping MS ms in a loop; "go" ends
+ *                                             them (each reports as it ends)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +312,44 @@ static int run_churn(int nthreads, int nreuse)
 	return err;
 }
 
+/* ---- crowd ---- */
+
+static volatile int crowd_done;
+static int crowd_ms;
+
+static void *crowd_thread(void *arg __attribute__((unused)))
+{
+	struct timespec ts = { crowd_ms / 1000, (crowd_ms % 1000) * 1000000L };
+
+	while (!crowd_done)
+		nanosleep(&ts, NULL);
+	report("crowd", 0);
+	return NULL;
+}
+
+/* Many live threads when the tracer starts: each one's first event comes at once. */
+static int run_crowd(int nthreads, int ms)
+{
+	pthread_t *t = calloc((size_t)nthreads, sizeof(*t));
+	pthread_attr_t attr;
+	int made = 0;
+
+	if (!t || nthreads < 1 || ms < 1)
+		return 2;
+	crowd_ms = ms;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (; made < nthreads; made++)
+		if (pthread_create(&t[made], &attr, crowd_thread, NULL))
+			break;
+	wait_go();
+	crowd_done = 1;
+	for (int i = 0; i < made; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	return made == nthreads ? 0 : 1;
+}
+
 /* ---- pipe ---- */
 
 static int run_pipe(const char *cgroup, int rounds)
@@ -371,9 +412,11 @@ int main(int argc, char **argv)
 		rc = run_churn(atoi(argv[2]), atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "pipe"))
 		rc = run_pipe(argv[2], atoi(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "crowd"))
+		rc = run_crowd(atoi(argv[2]), atoi(argv[3]));
 	else
 		fprintf(stderr, "usage: runqwork mix CPU SPINNERS SLEEPERS MS | churn THREADS REUSE"
-			" | pipe CGROUP ROUNDS\n");
+			" | pipe CGROUP ROUNDS | crowd THREADS MS\n");
 	reports_print();
 	if (rc == 0)
 		printf("done\n");
