@@ -7,8 +7,10 @@
 #   make man      build/man/lathist*.8 from each verb's -h text (help2man)
 #   make install  the binary and man pages under $(DESTDIR)$(PREFIX) (/usr/local)
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
-#   make bench    overhead benchmarks (bench/runq_overhead.py, bio_overhead.py, records_overhead.py,
-#                 counters_overhead.py, serve_overhead.py)
+#   make bench    lathist beside runqlat.bt, libbpf-tools and the empty-program floor, one
+#                 table per cost (bench/table.py: README's Performance tables)
+#   make bench-detail  the per-feature benchmarks (bench/runq_overhead.py, bio_overhead.py,
+#                 records_overhead.py, counters_overhead.py, serve_overhead.py)
 #   make bench-compare BASE=REV   runq's hot path against REV's build, interleaved
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -46,7 +48,7 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h src/*/*.h)
 
-.PHONY: all run check deps test-deps unit integration vmlinux bench bench-compare clean fuzz static \
+.PHONY: all run check deps test-deps unit integration vmlinux bench bench-detail bench-compare clean fuzz static \
 	man install
 all: lathist
 
@@ -216,6 +218,11 @@ bench-compare: deps
 	$(PYTHON) bench/runq_compare.py $(OUT)/base/lathist
 
 bench: deps
+	@scripts/deps.sh bench
+	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty $(OUT)/tests/runqwork
+	$(PYTHON) bench/table.py
+
+bench-detail: deps
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty $(OUT)/tests/runqwork $(OUT)/tests/biowork
 	$(PYTHON) bench/runq_overhead.py
