@@ -40,7 +40,8 @@ import tempfile
 import threading
 import time
 
-from benchlib import EMPTY, LATHIST, LOOPS, ROOT, BpfStats, Tracer, ctxt, pipe_bench
+from benchlib import EMPTY, LATHIST, LOOPS, ROOT, BpfStats, ctxt, pipe_bench
+from benchlib import Tracer as _Tracer
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 THREADS = int(os.environ.get("THREADS", "10000"))
@@ -50,6 +51,29 @@ BIOLATENCY = os.environ.get("BIOLATENCY", "/usr/sbin/biolatency")
 ONLY = {int(x) for x in os.environ.get("ONLY", "").split(",") if x}
 RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Tracer(_Tracer):
+    """benchlib's Tracer whose output is read on after it is ready: a tool that prints
+    (runqlat -L 1 per thread, every second) must not block on a full pipe."""
+
+    def __enter__(self):
+        super().__enter__()
+        self.drains = [threading.Thread(target=lambda f=f: f.read(), daemon=True)
+                       for f in (self.p.stdout, self.p.stderr)]
+        for d in self.drains:
+            d.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.p.send_signal(2)
+        try:
+            self.p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        for d in self.drains:
+            d.join(timeout=5)
 
 
 def wanted(section):
@@ -350,8 +374,9 @@ def section_records():
 
 def fast_device():
     """(device, cleanup, what): null_blk where it loads, else a loop device on /dev/shm."""
-    if subprocess.run(["modprobe", "null_blk", "nr_devices=1", "queue_mode=2"],
-                      capture_output=True).returncode == 0 and os.path.exists("/dev/nullb0"):
+    if shutil.which("modprobe") and subprocess.run(
+            ["modprobe", "null_blk", "nr_devices=1", "queue_mode=2"],
+            capture_output=True).returncode == 0 and os.path.exists("/dev/nullb0"):
         return "/dev/nullb0", lambda: subprocess.run(["modprobe", "-r", "null_blk"]), "null_blk"
     fd, backing = tempfile.mkstemp(prefix="lathist-bench-", dir="/dev/shm")
     os.ftruncate(fd, 64 << 20)
