@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The record line writer (recline.c) against independent writers: JSON
- * strings against json-c, numbers against printf, byte for byte.
+ * Per-event record lines (--slower-than) against independent writers: JSON
+ * against json-c, text against printf. The oracles are the code that wrote
+ * the records before recline.c (a json-c object per record, snprintf with
+ * doubles); every line must be the same, byte for byte.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include "records.h"
 #include "recline.h"
+#include "report.h"
+#include "runq.h"
+#include "runq_cli.h"
+#include "bio.h"
+#include "bio_cli.h"
 
 #define LINE 4096
 
@@ -55,9 +63,169 @@ static uint64_t some_u64(void)
 	}
 }
 
+/* 16 bytes of a comm: printable names, hostile bytes, none or no NUL. */
+static void some_comm(char comm[16])
+{
+	static const char *const names[] = {
+		"", "swapper/0", "sched-pipe", "a\"b", "back\\slash", "\"", "\\", "tab\there",
+		"nl\nx", "\x7f\x80\xff", "\xc3\xa9t\xc3\xa9", "/\\/", "kworker/u8:0-ev",
+	};
+	uint64_t r = rnd();
+
+	memset(comm, 0, 16);
+	switch (r % 4) {
+	case 0:
+		snprintf(comm, 16, "%s", names[(r >> 8) % (sizeof(names) / sizeof(names[0]))]);
+		break;
+	case 1:		/* any bytes, no NUL */
+		for (int i = 0; i < 16; i++)
+			comm[i] = (char)(1 + rnd() % 255);
+		break;
+	case 2:		/* any bytes, NULs included */
+		for (int i = 0; i < 16; i++)
+			comm[i] = (char)rnd();
+		break;
+	default:	/* bytes JSON and lh_printable escape */
+		for (int i = 0; i < 16; i++)
+			comm[i] = "\"\\\x01\x1f /\x7f\xff"[rnd() % 8];
+		break;
+	}
+}
+
 static const struct { uint64_t ns; const char *name; } units[] = {
 	{ 1, "ns" }, { 1000, "us" }, { 1000000, "ms" },
 };
+
+static char *jsonc_line(json_object *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								  JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return buf;
+}
+
+/* The runq record line as it was written before recline.c. */
+static char *old_runq_line(const struct runq_record *r, bool json, uint64_t unit_ns,
+			   const char *unit, char *buf, size_t len)
+{
+	const char *kind = r->kind == RUNQ_PREEMPT ? "preempt" : "wakeup";
+	char comm[65], prev[65];
+
+	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
+	lh_printable(r->prev_comm, sizeof(r->prev_comm), prev, sizeof(prev));
+	if (json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "ts_ns", json_object_new_uint64(r->ts_ns));
+		json_object_object_add(o, "name", json_object_new_string(kind));
+		json_object_object_add(o, "latency_ns", json_object_new_uint64(r->latency_ns));
+		json_object_object_add(o, "pid", json_object_new_uint64(r->pid));
+		json_object_object_add(o, "tid", json_object_new_uint64(r->tid));
+		json_object_object_add(o, "comm", json_object_new_string(comm));
+		json_object_object_add(o, "cpu", json_object_new_uint64(r->cpu));
+		json_object_object_add(o, "start_cpu", json_object_new_uint64(r->start_cpu));
+		json_object_object_add(o, "prev_tid", json_object_new_uint64(r->prev_tid));
+		json_object_object_add(o, "prev_comm", json_object_new_string(prev));
+		return jsonc_line(o, buf, len);
+	}
+	snprintf(buf, len, "%.6f %-7s %10.3f %s  tid %u pid %u comm %s  cpu %u "
+		 "(%s on cpu %u)  after tid %u %s\n",
+		 (double)r->ts_ns / 1e9, kind, (double)r->latency_ns / (double)unit_ns, unit, r->tid,
+		 r->pid, comm, r->cpu, r->kind == RUNQ_PREEMPT ? "preempted" : "woken",
+		 r->start_cpu, r->prev_tid, prev);
+	return buf;
+}
+
+static void add_ns(json_object *o, const char *name, unsigned long long v)
+{
+	json_object_object_add(o, name, v == ~0ULL ? NULL : json_object_new_uint64(v));
+}
+
+static void stage(unsigned long long ns, double unit_ns, char *buf, size_t len)
+{
+	if (ns == ~0ULL)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3f", (double)ns / unit_ns);
+}
+
+/* The bio record line as it was written before recline.c. */
+static char *old_bio_line(const struct bio_record *r, const char *disk, bool json,
+			  uint64_t unit_ns, const char *unit, char *buf, size_t len)
+{
+	static const char *const op_names[] = { "read", "write", "flush", "discard", "other" };
+	const char *op = op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
+	double u = (double)unit_ns;
+	char comm[65], queue[400], device[400];
+
+	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
+	if (json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "ts_ns", json_object_new_uint64(r->ts_ns));
+		add_ns(o, "total_ns", r->total_ns);
+		add_ns(o, "queue_ns", r->queue_ns);
+		add_ns(o, "device_ns", r->device_ns);
+		json_object_object_add(o, "pid", json_object_new_uint64(r->pid));
+		json_object_object_add(o, "comm", json_object_new_string(comm));
+		json_object_object_add(o, "disk", json_object_new_string(disk));
+		json_object_object_add(o, "op", json_object_new_string(op));
+		json_object_object_add(o, "bytes", json_object_new_uint64(r->bytes));
+		return jsonc_line(o, buf, len);
+	}
+	stage(r->queue_ns, u, queue, sizeof(queue));
+	stage(r->device_ns, u, device, sizeof(device));
+	snprintf(buf, len, "%.6f total %10.3f %s (queue %s, device %s)  %s %u bytes  "
+		 "disk %s  pid %u comm %s\n", (double)r->ts_ns / 1e9, (double)r->total_ns / u,
+		 unit, queue, device, op, r->bytes, disk, r->pid, comm);
+	return buf;
+}
+
+static void some_runq(struct runq_record *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = LH_REC_RUNQ;
+	r->kind = rnd() % 4 ? (rnd() % 2 ? RUNQ_PREEMPT : 1) : (unsigned int)rnd();
+	r->ts_ns = some_u64();
+	r->latency_ns = some_u64();
+	r->pid = (unsigned int)some_u64();
+	r->tid = (unsigned int)some_u64();
+	r->cpu = (unsigned int)some_u64();
+	r->start_cpu = (unsigned int)some_u64();
+	r->prev_tid = (unsigned int)some_u64();
+	some_comm(r->comm);
+	some_comm(r->prev_comm);
+}
+
+static void some_bio(struct bio_record *r, char disk[32])
+{
+	memset(r, 0, sizeof(*r));
+	r->type = LH_REC_BIO;
+	r->op = rnd() % 4 ? (unsigned int)(rnd() % 5) : (unsigned int)rnd();
+	r->ts_ns = some_u64();
+	r->total_ns = some_u64();
+	r->queue_ns = rnd() % 3 ? some_u64() : ~0ULL;
+	r->device_ns = rnd() % 3 ? some_u64() : ~0ULL;
+	r->pid = (unsigned int)some_u64();
+	r->bytes = (unsigned int)some_u64();
+	r->dev = (unsigned int)rnd();
+	some_comm(r->comm);
+	/* a disk name as bio_dev_name leaves it: any bytes up to 31 */
+	switch (rnd() % 3) {
+	case 0:
+		snprintf(disk, 32, "%s", rnd() % 2 ? "vda" : "?");
+		break;
+	case 1:
+		snprintf(disk, 32, "%u:%u", (unsigned int)(rnd() % 4096), (unsigned int)(rnd() % 1048576));
+		break;
+	default:
+		for (int i = 0; i < 31; i++)
+			disk[i] = (char)(1 + rnd() % 255);
+		disk[rnd() % 32] = 0;
+		disk[31] = 0;
+		break;
+	}
+}
 
 static void test_json_string(void **state)
 {
@@ -228,6 +396,115 @@ static void test_fixed(void **state)
 	}
 }
 
+static void check_line(const char *want, int got_len, const char *got, const char *what)
+{
+	if ((size_t)got_len != strlen(want) || strcmp(got, want))
+		fail_msg("%s:\n  before: %s  now:    %s", what, want, got);
+}
+
+static void test_runq_lines(void **state)
+{
+	char want[LINE], got[LINE];
+	struct runq_record r;
+	(void)state;
+
+	for (int n = 0; n < 200000; n++) {
+		bool json = n % 2;
+		unsigned int u = (unsigned int)(n / 2) % 3;
+		int len;
+
+		some_runq(&r);
+		old_runq_line(&r, json, units[u].ns, units[u].name, want, sizeof(want));
+		len = runq_record_line(&r, json, units[u].ns, units[u].name, got, sizeof(got));
+		check_line(want, len, got, json ? "runq JSON" : "runq text");
+	}
+}
+
+static void test_bio_lines(void **state)
+{
+	char want[LINE], got[LINE], disk[32];
+	struct bio_record r;
+	(void)state;
+
+	for (int n = 0; n < 200000; n++) {
+		bool json = n % 2;
+		unsigned int u = (unsigned int)(n / 2) % 3;
+		int len;
+
+		some_bio(&r, disk);
+		old_bio_line(&r, disk, json, units[u].ns, units[u].name, want, sizeof(want));
+		len = bio_record_line(&r, disk, json, units[u].ns, units[u].name, got, sizeof(got));
+		check_line(want, len, got, json ? "bio JSON" : "bio text");
+	}
+}
+
+/* Every comm byte 0x00-0xff at every place, both comms, both formats. */
+static void test_runq_every_byte(void **state)
+{
+	char want[LINE], got[LINE];
+	struct runq_record r;
+	(void)state;
+
+	for (int b = 0; b < 256; b++)
+		for (int at = 0; at < 16; at++) {
+			some_runq(&r);
+			memset(r.comm, 'x', sizeof(r.comm));	/* 16 bytes, no NUL */
+			r.comm[at] = (char)b;
+			memset(r.prev_comm, 0, sizeof(r.prev_comm));
+			r.prev_comm[0] = (char)b;
+			r.prev_comm[at] = (char)b;
+			for (int json = 0; json < 2; json++) {
+				int len;
+
+				old_runq_line(&r, json, 1000, "us", want, sizeof(want));
+				len = runq_record_line(&r, json, 1000, "us", got, sizeof(got));
+				check_line(want, len, got, json ? "runq JSON" : "runq text");
+			}
+		}
+}
+
+/* Too small a buffer: the length needed, never a byte past len, a NUL-terminated
+ * beginning of the line. */
+static void test_short_buffer(void **state)
+{
+	char full[LINE], buf[LINE + 16];
+	struct runq_record r;
+	struct bio_record b;
+	char disk[32];
+	(void)state;
+
+	for (int n = 0; n < 400; n++) {
+		bool json = n % 2;
+		int want;
+
+		if (n % 4 < 2) {
+			some_runq(&r);
+			want = runq_record_line(&r, json, 1000, "us", full, sizeof(full));
+		} else {
+			some_bio(&b, disk);
+			want = bio_record_line(&b, disk, json, 1000, "us", full, sizeof(full));
+		}
+		for (size_t len = 0; len <= (size_t)want + 1; len++) {
+			int got;
+
+			memset(buf, 0x5a, sizeof(buf));
+			got = n % 4 < 2 ? runq_record_line(&r, json, 1000, "us", buf, len) :
+					  bio_record_line(&b, disk, json, 1000, "us", buf, len);
+			assert_int_equal(got, want);
+			for (size_t i = len; i < sizeof(buf); i++)
+				assert_int_equal((unsigned char)buf[i], 0x5a);
+			if (len) {
+				size_t kept = strnlen(buf, len);
+
+				assert_true(kept < len);
+				assert_memory_equal(buf, full, kept);
+				if (len > (size_t)want)
+					assert_string_equal(buf, full);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +512,10 @@ int main(void)
 		cmocka_unit_test(test_json_object),
 		cmocka_unit_test(test_u64),
 		cmocka_unit_test(test_fixed),
+		cmocka_unit_test(test_runq_lines),
+		cmocka_unit_test(test_bio_lines),
+		cmocka_unit_test(test_runq_every_byte),
+		cmocka_unit_test(test_short_buffer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
