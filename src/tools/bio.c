@@ -299,6 +299,9 @@ struct unseen_dev {
 	uint64_t ios0;
 };
 
+#define BIO_RECORD_DISKS 8
+#define DISK_NAME_NS 100000000ULL	/* how long a record's disk name is reused */
+
 struct bio_ctx {
 	struct bio_opts *o;
 	struct bio_bpf *skel;
@@ -306,6 +309,12 @@ struct bio_ctx {
 	struct unseen_dev unseen[BIO_MAX_UNSEEN];
 	int nunseen;
 	char unchecked[300];		/* meta.unchecked as the load left it */
+	struct record_disk {		/* disk names of records (record_disk) */
+		uint32_t dev;		/* 0: unused */
+		uint64_t ts_ns;		/* the record it was looked up for */
+		char name[32];
+	} disks[BIO_RECORD_DISKS];
+	unsigned int next_disk;		/* the entry to reuse next */
 };
 
 /* "total", or the groupings joined by commas in one order ("process,disk,op,cgroup"). */
@@ -630,6 +639,31 @@ int bio_record_line(const struct bio_record *r, const char *disk, bool json, uin
 	return lh_line_end(&l);
 }
 
+/*
+ * A record's disk name: looked up (bio_dev_name, a readlink of ~5 us) once per
+ * device per 100 ms of completions, not once per record; "?" for dev 0.
+ */
+static const char *record_disk(struct bio_ctx *x, uint32_t dev, uint64_t ts_ns)
+{
+	struct record_disk *d = NULL;
+
+	if (!dev)
+		return "?";
+	for (size_t i = 0; i < BIO_RECORD_DISKS; i++)
+		if (x->disks[i].dev == dev) {
+			d = &x->disks[i];
+			break;
+		}
+	if (d && (ts_ns - d->ts_ns < DISK_NAME_NS || d->ts_ns - ts_ns < DISK_NAME_NS))
+		return d->name;
+	if (!d)
+		d = &x->disks[x->next_disk++ % BIO_RECORD_DISKS];
+	d->dev = dev;
+	d->ts_ns = ts_ns;
+	bio_dev_name(dev, d->name, sizeof(d->name));
+	return d->name;
+}
+
 /* One --slower-than record as a text or JSON line (lh_format_record_fn). */
 static int format_record(void *ctx, const void *data, size_t size, bool json, char *buf,
 			 size_t len)
@@ -637,7 +671,6 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 	struct lh_session *s = ctx;
 	struct bio_record anon;
 	const struct bio_record *r = data;
-	char disk[32];
 
 	if (size < sizeof(*r) || r->type != LH_REC_BIO)
 		return 0;
@@ -647,12 +680,8 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 		lh_anon_comm(&s->anon, anon.comm, sizeof(anon.comm));
 		r = &anon;
 	}
-	if (r->dev)
-		bio_dev_name(r->dev, disk, sizeof(disk));
-	else
-		snprintf(disk, sizeof(disk), "?");
-	return bio_record_line(r, disk, json, s->report.meta.scheme.unit_ns, s->report.meta.unit,
-			       buf, len);
+	return bio_record_line(r, record_disk(s->tool, r->dev, r->ts_ns), json,
+			       s->report.meta.scheme.unit_ns, s->report.meta.unit, buf, len);
 }
 
 static void *skel_open(void)
