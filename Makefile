@@ -26,8 +26,8 @@ TOOLS := runq bio
 # src/: the core (dispatch, options, session, registry, BPF helpers, counters,
 # records, perf events, doctor); src/report/: the report model, its merge and
 # renderers; src/tools/: one loader per tool
-CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c pmu.c cgroup.c \
-	doctor.c context.c
+CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c recline.c pmu.c \
+	cgroup.c doctor.c context.c
 REPORT_SRCS := hist.c report.c fold.c render_text.c render_json.c render_csv.c render_openmetrics.c \
 	report_cmd.c heatmap.c anonymize.c render_diff.c
 LIB_SRCS := $(addprefix src/,$(CORE_SRCS)) $(addprefix src/report/,$(REPORT_SRCS))
@@ -105,7 +105,7 @@ run: deps
 	./lathist runq -d 5
 
 # ---- tests ----
-UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export test_fold
+UNIT_TESTS := test_hist test_util test_opts test_counters test_pmu test_export test_fold test_records
 UNIT_BINS := $(addprefix $(OUT)/tests/,$(UNIT_TESTS))
 WORKLOADS := $(OUT)/tests/runqwork $(OUT)/tests/biowork $(OUT)/tests/bio_synth \
 	$(OUT)/tests/runq_synth \

@@ -32,13 +32,17 @@ def pipe_bench(pinned=True, loops=LOOPS):
 
 
 class Tracer:
-    """A tracer in the background, started once it says it is attached."""
+    """A tracer in the background, started once it says it is attached. With stderr_path,
+    its stderr goes to that file (read for ready) instead of a pipe read only until then,
+    for a tracer that keeps writing there (text records)."""
 
-    def __init__(self, cmd, ready, stream="stderr", settle=0.0, env=None):
+    def __init__(self, cmd, ready, stream="stderr", settle=0.0, env=None, stderr_path=None):
         self.cmd, self.ready, self.stream, self.settle = cmd, ready, stream, settle
-        self.env = env
+        self.env, self.stderr_path = env, stderr_path
 
     def __enter__(self):
+        if self.stderr_path:
+            return self._enter_file()
         self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=self.env)
         pipe = self.p.stderr if self.stream == "stderr" else self.p.stdout
@@ -50,6 +54,22 @@ class Tracer:
                                    f"{self.p.stderr.read()}")
             if self.ready in line:
                 break
+        time.sleep(self.settle)
+        return self
+
+    def _enter_file(self):
+        with open(self.stderr_path, "w") as err:
+            self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                      env=self.env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open(self.stderr_path, errors="replace") as f:
+                if self.ready in f.read(65536):
+                    break
+            if self.p.poll() is not None:
+                with open(self.stderr_path, errors="replace") as f:
+                    raise RuntimeError(f"{self.cmd[0]} ended before attaching: {f.read()}")
+            time.sleep(0.05)
         time.sleep(self.settle)
         return self
 

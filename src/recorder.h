@@ -35,6 +35,7 @@ struct lh_recorder {
 	uint64_t delivered;		/* records read since the last drain */
 	uint64_t drain_until_ns;	/* draining: stop after a record newer than this */
 	uint64_t stop_ns;		/* polling: stop reading at this CLOCK_MONOTONIC time */
+	uint32_t unclocked;		/* records read, for looking at the clock every few */
 	uint32_t delay_us;		/* test only: sleep per record (a slow consumer) */
 	lh_format_record_fn format;
 	void *ctx;

@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <json-c/json.h>
 #include "records.h"
+#include "recline.h"
 #include "bio.h"
 #include "bio.skel.h"
 #include "bio_cli.h"
@@ -300,6 +300,9 @@ struct unseen_dev {
 	uint64_t ios0;
 };
 
+#define BIO_RECORD_DISKS 8
+#define DISK_NAME_NS 100000000ULL	/* how long a record's disk name is reused */
+
 struct bio_ctx {
 	struct bio_opts *o;
 	struct bio_bpf *skel;
@@ -307,6 +310,12 @@ struct bio_ctx {
 	struct unseen_dev unseen[BIO_MAX_UNSEEN];
 	int nunseen;
 	char unchecked[300];		/* meta.unchecked as the load left it */
+	struct record_disk {		/* disk names of records (record_disk) */
+		uint32_t dev;		/* 0: unused */
+		uint64_t ts_ns;		/* the record it was looked up for */
+		char name[32];
+	} disks[BIO_RECORD_DISKS];
+	unsigned int next_disk;		/* the entry to reuse next */
 };
 
 /* "total", or the groupings joined by commas in one order ("process,disk,op,cgroup"). */
@@ -643,18 +652,95 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 			     offsetof(struct bio_hist_key, buf), buf, add_keyed);
 }
 
-static void add_ns(json_object *o, const char *name, unsigned long long v)
-{
-	json_object_object_add(o, name, v == ~0ULL ? NULL : json_object_new_uint64(v));
-}
-
-/* A stage's time in the unit, or "-" when the request had no such stage (~0). */
-static void stage(unsigned long long ns, double unit_ns, char *buf, size_t len)
+/* A stage's time: ns in JSON (null when the request had no such stage, ~0); in
+ * text, in the unit with 3 decimals ("-" without the stage). */
+static void json_ns(struct lh_line *l, const char *key, unsigned long long ns)
 {
 	if (ns == ~0ULL)
-		snprintf(buf, len, "-");
+		lh_json_null(l, key);
 	else
-		snprintf(buf, len, "%.3f", (double)ns / unit_ns);
+		lh_json_u64(l, key, ns);
+}
+
+static void text_stage(struct lh_line *l, unsigned long long ns, double unit_ns)
+{
+	if (ns == ~0ULL)
+		lh_line_char(l, '-');
+	else
+		lh_line_fixed(l, (double)ns / unit_ns, 3, 0);
+}
+
+int bio_record_line(const struct bio_record *r, const char *disk, bool json, uint64_t unit_ns,
+		    const char *unit, char *buf, size_t len)
+{
+	const char *op = op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
+	double u = (double)unit_ns;
+	char comm[65];
+	struct lh_line l;
+
+	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
+	lh_line_init(&l, buf, len);
+	if (json) {
+		lh_json_begin(&l);
+		lh_json_u64(&l, "ts_ns", r->ts_ns);
+		json_ns(&l, "total_ns", r->total_ns);
+		json_ns(&l, "queue_ns", r->queue_ns);
+		json_ns(&l, "device_ns", r->device_ns);
+		lh_json_u64(&l, "pid", r->pid);
+		lh_json_string(&l, "comm", comm);
+		lh_json_string(&l, "disk", disk);
+		lh_json_string(&l, "op", op);
+		lh_json_u64(&l, "bytes", r->bytes);
+		lh_json_end(&l);
+		return lh_line_end(&l);
+	}
+	/* "%.6f total %10.3f %s (queue %s, device %s)  %s %u bytes  disk %s  pid %u comm %s\n",
+	 * the stages "%.3f" or "-" */
+	lh_line_fixed(&l, (double)r->ts_ns / 1e9, 6, 0);
+	lh_line_mem(&l, " total ", 7);
+	lh_line_fixed(&l, (double)r->total_ns / u, 3, 10);
+	lh_line_char(&l, ' ');
+	lh_line_str(&l, unit);
+	lh_line_mem(&l, " (queue ", 8);
+	text_stage(&l, r->queue_ns, u);
+	lh_line_mem(&l, ", device ", 9);
+	text_stage(&l, r->device_ns, u);
+	lh_line_mem(&l, ")  ", 3);
+	lh_line_str(&l, op);
+	lh_line_char(&l, ' ');
+	lh_line_u64(&l, r->bytes);
+	lh_line_mem(&l, " bytes  disk ", 13);
+	lh_line_str(&l, disk);
+	lh_line_mem(&l, "  pid ", 6);
+	lh_line_u64(&l, r->pid);
+	lh_line_mem(&l, " comm ", 6);
+	lh_line_str(&l, comm);
+	return lh_line_end(&l);
+}
+
+/*
+ * A record's disk name: looked up (bio_dev_name, a readlink of ~5 us) once per
+ * device per 100 ms of completions, not once per record; "?" for dev 0.
+ */
+static const char *record_disk(struct bio_ctx *x, uint32_t dev, uint64_t ts_ns)
+{
+	struct record_disk *d = NULL;
+
+	if (!dev)
+		return "?";
+	for (size_t i = 0; i < BIO_RECORD_DISKS; i++)
+		if (x->disks[i].dev == dev) {
+			d = &x->disks[i];
+			break;
+		}
+	if (d && (ts_ns - d->ts_ns < DISK_NAME_NS || d->ts_ns - ts_ns < DISK_NAME_NS))
+		return d->name;
+	if (!d)
+		d = &x->disks[x->next_disk++ % BIO_RECORD_DISKS];
+	d->dev = dev;
+	d->ts_ns = ts_ns;
+	bio_dev_name(dev, d->name, sizeof(d->name));
+	return d->name;
 }
 
 /* One --slower-than record as a text or JSON line (lh_format_record_fn). */
@@ -664,9 +750,6 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 	struct lh_session *s = ctx;
 	struct bio_record anon;
 	const struct bio_record *r = data;
-	double u = (double)s->report.meta.scheme.unit_ns;
-	char comm[65], disk[32], queue[32], device[32];
-	const char *op;
 
 	if (size < sizeof(*r) || r->type != LH_REC_BIO)
 		return 0;
@@ -676,31 +759,8 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 		lh_anon_comm(&s->anon, anon.comm, sizeof(anon.comm));
 		r = &anon;
 	}
-	op = op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
-	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
-	if (r->dev)
-		bio_dev_name(r->dev, disk, sizeof(disk));
-	else
-		snprintf(disk, sizeof(disk), "?");
-	if (json) {
-		json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "ts_ns", json_object_new_uint64(r->ts_ns));
-		add_ns(o, "total_ns", r->total_ns);
-		add_ns(o, "queue_ns", r->queue_ns);
-		add_ns(o, "device_ns", r->device_ns);
-		json_object_object_add(o, "pid", json_object_new_uint64(r->pid));
-		json_object_object_add(o, "comm", json_object_new_string(comm));
-		json_object_object_add(o, "disk", json_object_new_string(disk));
-		json_object_object_add(o, "op", json_object_new_string(op));
-		json_object_object_add(o, "bytes", json_object_new_uint64(r->bytes));
-		return lh_json_line(o, buf, len);
-	}
-	stage(r->queue_ns, u, queue, sizeof(queue));
-	stage(r->device_ns, u, device, sizeof(device));
-	return snprintf(buf, len, "%.6f total %10.3f %s (queue %s, device %s)  %s %u bytes  "
-			"disk %s  pid %u comm %s\n", (double)r->ts_ns / 1e9, (double)r->total_ns / u,
-			s->report.meta.unit, queue, device, op, r->bytes, disk, r->pid, comm);
+	return bio_record_line(r, record_disk(s->tool, r->dev, r->ts_ns), json,
+			       s->report.meta.scheme.unit_ns, s->report.meta.unit, buf, len);
 }
 
 static void *skel_open(void)

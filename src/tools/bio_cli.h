@@ -30,4 +30,15 @@ void bio_dev_name(uint32_t dev, char *name, size_t len);
 /* Kernel dev_t of a block device name via /sys/class/block/NAME/dev; -ENOENT. */
 int bio_dev_of(const char *name, uint32_t *dev);
 
+struct bio_record;
+
+/*
+ * One --slower-than record as a line ending in '\n' into buf (len bytes): JSON
+ * (--events) or text, on disk (its name), times in the unit of unit_ns ns named
+ * unit ("us"). Returns the length the line needs, snprintf-like (>= len: it
+ * did not fit).
+ */
+int bio_record_line(const struct bio_record *r, const char *disk, bool json, uint64_t unit_ns,
+		    const char *unit, char *buf, size_t len);
+
 #endif /* LATHIST_BIO_CLI_H */

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <json-c/json.h>
 #include "records.h"
+#include "recline.h"
 #include "bpfcommon.h"
 #include "cli.h"
 #include "report.h"
@@ -866,6 +866,56 @@ static void sweep(struct lh_session *s, bool last)
 	free(seen);
 }
 
+int runq_record_line(const struct runq_record *r, bool json, uint64_t unit_ns, const char *unit,
+		     char *buf, size_t len)
+{
+	const char *kind = r->kind == RUNQ_PREEMPT ? "preempt" : "wakeup";
+	char comm[65], prev[65];
+	struct lh_line l;
+
+	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
+	lh_printable(r->prev_comm, sizeof(r->prev_comm), prev, sizeof(prev));
+	lh_line_init(&l, buf, len);
+	if (json) {
+		lh_json_begin(&l);
+		lh_json_u64(&l, "ts_ns", r->ts_ns);
+		lh_json_string(&l, "name", kind);
+		lh_json_u64(&l, "latency_ns", r->latency_ns);
+		lh_json_u64(&l, "pid", r->pid);
+		lh_json_u64(&l, "tid", r->tid);
+		lh_json_string(&l, "comm", comm);
+		lh_json_u64(&l, "cpu", r->cpu);
+		lh_json_u64(&l, "start_cpu", r->start_cpu);
+		lh_json_u64(&l, "prev_tid", r->prev_tid);
+		lh_json_string(&l, "prev_comm", prev);
+		lh_json_end(&l);
+		return lh_line_end(&l);
+	}
+	/* "%.6f %-7s %10.3f %s  tid %u pid %u comm %s  cpu %u (%s on cpu %u)  after tid %u %s\n" */
+	lh_line_fixed(&l, (double)r->ts_ns / 1e9, 6, 0);
+	lh_line_char(&l, ' ');
+	lh_line_str_left(&l, kind, 7);
+	lh_line_char(&l, ' ');
+	lh_line_fixed(&l, (double)r->latency_ns / (double)unit_ns, 3, 10);
+	lh_line_char(&l, ' ');
+	lh_line_str(&l, unit);
+	lh_line_mem(&l, "  tid ", 6);
+	lh_line_u64(&l, r->tid);
+	lh_line_mem(&l, " pid ", 5);
+	lh_line_u64(&l, r->pid);
+	lh_line_mem(&l, " comm ", 6);
+	lh_line_str(&l, comm);
+	lh_line_mem(&l, "  cpu ", 6);
+	lh_line_u64(&l, r->cpu);
+	lh_line_str(&l, r->kind == RUNQ_PREEMPT ? " (preempted on cpu " : " (woken on cpu ");
+	lh_line_u64(&l, r->start_cpu);
+	lh_line_mem(&l, ")  after tid ", 13);
+	lh_line_u64(&l, r->prev_tid);
+	lh_line_char(&l, ' ');
+	lh_line_str(&l, prev);
+	return lh_line_end(&l);
+}
+
 /* One --slower-than record as a text or JSON line (lh_format_record_fn). */
 static int format_record(void *ctx, const void *data, size_t size, bool json, char *buf,
 			 size_t len)
@@ -873,8 +923,6 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 	struct lh_session *s = ctx;
 	struct runq_record anon;
 	const struct runq_record *r = data;
-	char comm[65], prev[65];
-	const char *kind;
 
 	if (size < sizeof(*r) || r->type != LH_REC_RUNQ)
 		return 0;
@@ -887,31 +935,8 @@ static int format_record(void *ctx, const void *data, size_t size, bool json, ch
 		lh_anon_comm(&s->anon, anon.prev_comm, sizeof(anon.prev_comm));
 		r = &anon;
 	}
-	kind = r->kind == RUNQ_PREEMPT ? "preempt" : "wakeup";
-	lh_printable(r->comm, sizeof(r->comm), comm, sizeof(comm));
-	lh_printable(r->prev_comm, sizeof(r->prev_comm), prev, sizeof(prev));
-	if (json) {
-		json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "ts_ns", json_object_new_uint64(r->ts_ns));
-		json_object_object_add(o, "name", json_object_new_string(kind));
-		json_object_object_add(o, "latency_ns", json_object_new_uint64(r->latency_ns));
-		json_object_object_add(o, "pid", json_object_new_uint64(r->pid));
-		json_object_object_add(o, "tid", json_object_new_uint64(r->tid));
-		json_object_object_add(o, "comm", json_object_new_string(comm));
-		json_object_object_add(o, "cpu", json_object_new_uint64(r->cpu));
-		json_object_object_add(o, "start_cpu", json_object_new_uint64(r->start_cpu));
-		json_object_object_add(o, "prev_tid", json_object_new_uint64(r->prev_tid));
-		json_object_object_add(o, "prev_comm", json_object_new_string(prev));
-		return lh_json_line(o, buf, len);
-	}
-	return snprintf(buf, len, "%.6f %-7s %10.3f %s  tid %u pid %u comm %s  cpu %u "
-			"(%s on cpu %u)  after tid %u %s\n",
-			(double)r->ts_ns / 1e9, kind,
-			(double)r->latency_ns / (double)s->report.meta.scheme.unit_ns,
-			s->report.meta.unit, r->tid, r->pid, comm, r->cpu,
-			r->kind == RUNQ_PREEMPT ? "preempted" : "woken", r->start_cpu, r->prev_tid,
-			prev);
+	return runq_record_line(r, json, s->report.meta.scheme.unit_ns, s->report.meta.unit, buf,
+				len);
 }
 
 static void *skel_open(void)

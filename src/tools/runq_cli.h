@@ -32,4 +32,14 @@ extern const struct lh_hist_kind runq_kinds[RUNQ_NR_HISTS];
  */
 int runq_parse_args(int argc, char **argv, struct runq_opts *o);
 
+struct runq_record;
+
+/*
+ * One --slower-than record as a line ending in '\n' into buf (len bytes): JSON
+ * (--events) or text, times in the unit of unit_ns ns named unit ("us").
+ * Returns the length the line needs, snprintf-like (>= len: it did not fit).
+ */
+int runq_record_line(const struct runq_record *r, bool json, uint64_t unit_ns, const char *unit,
+		     char *buf, size_t len);
+
 #endif /* LATHIST_RUNQ_CLI_H */
