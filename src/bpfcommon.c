@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include "bpfcommon.h"
+#include "cli.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -312,12 +313,23 @@ static uint32_t count_threads(void)
 	return total;
 }
 
-uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult, uint32_t *keys)
+uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
+			  uint32_t fallback, uint32_t *keys)
 {
-	uint64_t k = unit == LH_KEYS_THREADS ? count_threads() :
-		     unit == LH_KEYS_PROCESSES ? count_processes() : 1;
-	uint64_t n;
+	uint64_t k = 1, n;
 
+	/* in a PID namespace of its own /proc shows the container's processes, and
+	 * the programs see the host's: its threads (loadavg's count is not
+	 * namespaced) bound those */
+	if (unit == LH_KEYS_PROCESSES && !lh_in_init_pidns())
+		unit = LH_KEYS_THREADS;
+	if (unit != LH_KEYS_FEW) {
+		k = unit == LH_KEYS_THREADS ? count_threads() : count_processes();
+		if (!k) {	/* unknown: the fixed size lathist had */
+			*keys = 0;
+			return fallback;
+		}
+	}
 	k *= mult ? mult : 1;
 	*keys = k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
 	n = k * per_key * 3 / 2 + 1024;

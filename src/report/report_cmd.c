@@ -669,9 +669,11 @@ static bool same_coverage(const struct lh_part *a, const struct lh_part *b)
 
 /*
  * The parts of one run read so far, as indexes into merge.parts: by_start in
- * order of start (the run's parts never overlap, so their ends are in the same
- * order) and by_index in order of interval_index. Lookups are binary searches
- * and a series read in order appends, so reading N intervals is O(N log N).
+ * order of (start, end) — the run's parts never overlap, so in that order
+ * their ends never decrease (an empty part [s, s) may share its start with
+ * the part [s, e) after it) — and by_index in order of interval_index.
+ * Lookups are binary searches and a series read in order appends, so reading
+ * N intervals is O(N log N).
  */
 struct run_parts {
 	char run_id[LH_RUN_ID_LEN + 1];
@@ -731,20 +733,24 @@ static ssize_t covered_by(const struct merge *m, const struct lh_part *p,
 	j = lower_bound(m, r->by_index, r->n, p->interval_index, false);
 	if (j < r->n && m->parts[r->by_index[j]].interval_index == p->interval_index)
 		return (ssize_t)r->by_index[j];
-	/* of the parts that start before p ends, the last ends last */
+	/* of the parts that start before p ends, the last ends last (by_start) */
 	j = lower_bound(m, r->by_start, r->n, p->start_realtime_ns + p->duration_ns, true);
 	if (j && same_coverage(p, &m->parts[r->by_start[j - 1]]))
 		return (ssize_t)r->by_start[j - 1];
 	return -1;
 }
 
-/* Insert part i at its place in idx (n entries, room for one more). */
+/* Insert part i at its place in idx (n entries, room for one more): by
+ * (start, end) or by interval_index. */
 static void insert_at(const struct merge *m, size_t *idx, size_t n, size_t i, bool by_start)
 {
 	const struct lh_part *p = &m->parts[i];
 	size_t j = lower_bound(m, idx, n, by_start ? p->start_realtime_ns : p->interval_index,
 			       by_start);
 
+	while (by_start && j < n && m->parts[idx[j]].start_realtime_ns == p->start_realtime_ns &&
+	       m->parts[idx[j]].duration_ns < p->duration_ns)
+		j++;
 	memmove(idx + j + 1, idx + j, (n - j) * sizeof(*idx));
 	idx[j] = i;
 }
@@ -1611,13 +1617,16 @@ struct input {
  */
 static int fill(struct merge *m, struct input *in, size_t keep)
 {
+	const char *nul;
 	size_t got;
 
 	memmove(in->buf, in->buf + keep, in->len - keep);
 	in->len -= keep;
 	in->base += keep;
-	if (in->len > MAX_DOC_BYTES)
+	if (in->len > MAX_DOC_BYTES) {
+		m->line++;	/* the one being parsed */
 		return bad(m, "a document is larger than 512 MiB");
+	}
 	if (in->cap - in->len < READ_CHUNK) {
 		size_t cap = in->len + READ_CHUNK;
 		char *nb = realloc(in->buf, cap);
@@ -1633,8 +1642,12 @@ static int fill(struct merge *m, struct input *in, size_t keep)
 		return -EIO;
 	}
 	in->eof = !got;
-	if (memchr(in->buf + in->len, 0, got))
-		return bad(m, "holds a NUL byte");
+	nul = memchr(in->buf + in->len, 0, got);
+	if (nul) {
+		m->line = 0;	/* named by its byte: it may lie between documents */
+		return bad(m, "holds a NUL byte at byte %" PRIu64,
+			   in->base + (uint64_t)(nul - in->buf));
+	}
 	in->len += got;
 	return 0;
 }
@@ -1685,8 +1698,8 @@ static int read_input(struct merge *m, struct input *in)
 
 	if (!tok)
 		return -ENOMEM;
-	if (!in->f && memchr(in->buf, 0, in->len))
-		err = bad(m, "holds a NUL byte");
+	if (!in->f && (key = memchr(in->buf, 0, in->len)))
+		err = bad(m, "holds a NUL byte at byte %zu", (size_t)(key - in->buf));
 	while (!err) {
 		json_object *doc;
 

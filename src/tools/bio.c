@@ -425,6 +425,8 @@ static uint32_t auto_max_requests(uint32_t *tags)
 	if (d)
 		closedir(d);
 	*tags = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+	if (!sum)		/* none read: the fixed size lathist had */
+		return 16384;
 	n = sum * 3 / 2 + 1024;
 	return n > (1U << 22) ? 1U << 22 : (uint32_t)n;
 }
@@ -444,16 +446,18 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 
 		max_keys = lh_auto_max_keys(procs ? LH_KEYS_PROCESSES : LH_KEYS_FEW, 1,
 					    (o->group & BIO_GROUP_DISK ? count_disks() : 1) *
-					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), &keys);
+					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), 10240, &keys);
 		if (o->c.verbose)
-			fprintf(stderr, "--max-keys: %u entries, for %u keys now, x 1.5 + 1024\n",
+			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now, x 1.5 + "
+				"1024\n" : "--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys);
 	}
 	if (!max_requests) {
 		max_requests = auto_max_requests(&tags);
 		if (o->c.verbose)
-			fprintf(stderr, "--max-requests: %u entries, for the disks' %u request "
-				"tags now, x 1.5 + 1024\n", max_requests, tags);
+			fprintf(stderr, tags ? "--max-requests: %u entries, for the disks' %u "
+				"request tags now, x 1.5 + 1024\n" : "--max-requests: %u entries "
+				"(no disk's request tags could be read)\n", max_requests, tags);
 	}
 
 	s->rodata->hist_precision = o->c.precision;

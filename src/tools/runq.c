@@ -338,12 +338,12 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 		/* a thread's or process's wakeup and preempt (and oncpu) histograms;
 		 * a cgroup's keys are no more than the processes in it */
 		max_keys = lh_auto_max_keys(o->group == RUNQ_GROUP_THREAD ? LH_KEYS_THREADS :
-					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, &keys);
+					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, 10240, &keys);
 		if (o->c.verbose)
-			fprintf(stderr, "--max-keys: %u entries, for the %u %s now, %u histograms "
-				"each, x 1.5 + 1024\n", max_keys, keys,
-				o->group == RUNQ_GROUP_THREAD ? "threads" : "processes",
-				o->oncpu ? 3 : 2);
+			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now (threads "
+				"or processes), %u histograms each, x 1.5 + 1024\n" :
+				"--max-keys: %u entries (the keys could not be counted)\n",
+				max_keys, keys, o->oncpu ? 3 : 2);
 	}
 
 	s->rodata->hist_precision = o->c.precision;
@@ -368,10 +368,11 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? max_keys : 1);
 	if (!btf && !max_tasks) {
-		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, &keys);
+		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, 32768, &keys);
 		if (o->c.verbose)
-			fprintf(stderr, "--max-tasks: %u entries, for the %u threads now, x 1.5 + "
-				"1024\n", max_tasks, keys);
+			fprintf(stderr, keys ? "--max-tasks: %u entries, for the %u threads now, x "
+				"1.5 + 1024\n" : "--max-tasks: %u entries (the threads could not "
+				"be counted)\n", max_tasks, keys);
 	}
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : max_tasks);
 	s->rodata->use_task_storage = btf;

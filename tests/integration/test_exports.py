@@ -596,8 +596,9 @@ def test_report_reads_documents_across_chunks():
         rc2, _, far = report(write("farbad.json", pad + bad))
         at = [int(re.search(r"not JSON at byte (\d+)", e).group(1)) for e in (plain, far)]
         check(rc == 1 and rc2 == 1 and at[1] == at[0] + len(pad), f"{plain!r} {far!r}")
+        at_nul = len(lines[0]) + 1 + len(pad)
         rc, _, err = report(write("nul.jsonl", lines[0] + "\n" + pad + "\0\n"))
-        check(rc == 1 and "holds a NUL byte" in err, f"rc {rc}: {err!r}")
+        check(rc == 1 and f"holds a NUL byte at byte {at_nul}" in err, f"rc {rc}: {err!r}")
 
 
 def test_report_counts_each_interval_once():
@@ -646,6 +647,14 @@ def test_report_counts_each_interval_once():
             "a line spanning lines read before it": [write("span.jsonl", "\n".join(
                 lines + [edited(lines[1], index=99, duration=docs[-1]["meta"]["start_realtime_ns"]
                                 - docs[1]["meta"]["start_realtime_ns"])]) + "\n")],
+            # an empty interval [s, s) read first shares its start with [s, e): the index
+            # orders by start and end, so a third line inside [s, e) still meets [s, e)
+            "a line inside an interval after an empty one at its start": [write(
+                "empty.jsonl", "\n".join([
+                    edited(lines[0], index=1, duration=0),
+                    edited(lines[0], index=2, duration=10 ** 8),
+                    edited(lines[0], index=3, start=docs[0]["meta"]["start_realtime_ns"] +
+                           5 * 10 ** 7, duration=1000)]) + "\n")],
             "an interval again, at another time": [write("moved.jsonl", "\n".join(
                 lines + [edited(lines[1], start=docs[-1]["meta"]["start_realtime_ns"] + 10 ** 12)])
                 + "\n")],

@@ -9,6 +9,7 @@ pcount x a small bound, and a thread is never far below its run_delay.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -713,9 +714,9 @@ def test_storage_made_before_tracing():
     rc, out, err = tool.stop()
     check(rc == 0, err)
     doc, loss = json.loads(out), json.loads(out)["loss"]
-    made = [int(l.split()[5]) for l in err.splitlines()
-            if l.startswith("task storage made before tracing:")]
-    check(made == [threads] and "0 failed" in err, f"{threads} threads, -v said {made}")
+    made = [m.groups() for m in re.finditer(
+        r"^task storage made before tracing: (\d+) tasks, (\d+) failed$", err, re.M)]
+    check(made == [(str(threads), "0")], f"{threads} threads, -v said {made}")
     check(loss.get("storage_failed", 0) == 0 and loss.get("hist_map_full", 0) == 0,
           f"storage_failed {loss.get('storage_failed')}, hist_map_full {loss.get('hist_map_full')}")
     counted = {h["key"]["tid"] for h in doc["histograms"] if h["count"]}
