@@ -278,7 +278,7 @@ def section_threads():
 def loader_run(cmd, ready, stream, seconds, crowd=None, load=None):
     """(% of one CPU, peak RSS MB) of a tracer over seconds."""
     with Tracer(cmd, ready, stream) as t:
-        pid = t.p.pid if cmd[0] != "stdbuf" else t.p.pid
+        pid = t.p.pid		# stdbuf execs the tool: the same pid
         time.sleep(1.2)		# past the first interval
         c0, w0 = cpu_ns(pid), time.monotonic()
         if load:
@@ -342,7 +342,7 @@ def section_loader():
 def section_records():
     tmp = tempfile.mkdtemp(prefix="lathist-bench-", dir="/dev/shm")
     conds = {"JSON (--events FILE)": ["--events", os.path.join(tmp, "e.jsonl")],
-             "text (-o FILE)": []}
+             "text (standard output, to a file)": []}
     got = {n: {"ns": [], "rate": []} for n in conds}
     for rnd in range(ROUNDS):
         for n in (list(conds) if rnd % 2 == 0 else list(reversed(conds))):
@@ -351,8 +351,14 @@ def section_records():
             cmd = [LATHIST, "runq", "-f", "json", "-o", doc, "--slower-than", "0", *conds[n]]
             with open(text_out, "w") as sink:
                 p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE, text=True)
-                while "Tracing" not in p.stderr.readline():
-                    pass
+                while True:
+                    line = p.stderr.readline()
+                    if not line:
+                        raise RuntimeError(f"{cmd} ended before tracing: {p.stderr.read()}")
+                    if "Tracing" in line:
+                        break
+                drain = threading.Thread(target=p.stderr.read, daemon=True)
+                drain.start()
                 c0, w0 = cpu_ns(p.pid), time.monotonic()
                 pipe_bench(loops=LOOPS // 2)
                 c1, w1 = cpu_ns(p.pid), time.monotonic()
