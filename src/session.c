@@ -421,7 +421,7 @@ int lh_session_run(struct lh_session *s)
 		due = c->interval_ns && now >= begin + c->interval_ns;
 		if (!last && !due)
 			continue;
-		lh_report_clear(&s->report);
+		lh_report_reset(&s->report);	/* its storage is the next interval's */
 		err = collect(s, last);
 		if (err) {
 			fprintf(stderr, "lathist %s: reading the histograms failed: %s\n",

@@ -52,7 +52,9 @@ struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const 
 		r->cap = cap;
 	}
 	h = &r->hists[r->nhists];
-	if (lh_hist_init(h, name, key, &r->meta.scheme))
+	if (r->nspare && r->spare_nslots == lh_nslots(&r->meta.scheme))
+		lh_hist_init_with(h, name, key, &r->meta.scheme, r->spare[--r->nspare]);
+	else if (lh_hist_init(h, name, key, &r->meta.scheme))
 		return NULL;
 	r->nhists++;
 	return h;
@@ -171,8 +173,48 @@ struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *k
 	return row;
 }
 
+void lh_report_reset(struct lh_report *r)
+{
+	uint32_t nslots = lh_nslots(&r->meta.scheme);
+	size_t keep = r->nspare + r->nhists;
+
+	if (keep > r->spare_cap) {
+		uint64_t **sp = realloc(r->spare, keep * sizeof(*sp));
+
+		if (sp) {
+			r->spare = sp;
+			r->spare_cap = keep;
+		}
+	}
+	if (r->nspare && r->spare_nslots != nslots) {	/* another scheme's: not reused */
+		for (size_t i = 0; i < r->nspare; i++)
+			free(r->spare[i]);
+		r->nspare = 0;
+	}
+	r->spare_nslots = nslots;
+	for (size_t i = 0; i < r->nhists; i++) {
+		if (r->nspare < r->spare_cap && r->hists[i].nslots == nslots)
+			r->spare[r->nspare++] = r->hists[i].slots;
+		else
+			lh_hist_free(&r->hists[i]);
+	}
+	r->nhists = 0;
+	r->npmu = 0;
+	lh_report_index_reset(r);
+	memset(r->counters, 0, sizeof(r->counters));
+	if (r->gap_cpu)
+		memset(r->gap_cpu, 0, r->gap_ncpus * sizeof(*r->gap_cpu));
+	r->ncharges = 0;
+	r->charged = 0;
+}
+
 void lh_report_clear(struct lh_report *r)
 {
+	for (size_t i = 0; i < r->nspare; i++)
+		free(r->spare[i]);
+	free(r->spare);
+	r->spare = NULL;
+	r->nspare = r->spare_cap = 0;
 	free(r->pmu);
 	r->pmu = NULL;
 	r->npmu = r->pmu_cap = 0;

@@ -255,6 +255,60 @@ static void test_find_hist_index(void **state)
 	assert_null(r.index);
 }
 
+/* lh_report_reset: the next interval's histograms get the last one's slot arrays,
+ * zeroed; counters, charges and counter rows start empty; find_hist sees no old key;
+ * lh_report_clear frees the spares. */
+static void test_reset_reuses_storage(void **state)
+{
+	struct lh_report r;
+	uint64_t *seen[64];
+	struct lh_key_charge c = { .pid = 7, .lost = 3 };
+	(void)state;
+
+	make_report(&r, NULL, 0, NULL);
+	for (int interval = 0; interval < 3; interval++) {
+		size_t reused = 0;
+
+		for (uint32_t i = 0; i < 64; i++) {
+			struct lh_key k = { .fields = LH_KEY_TID, .tid = i + 1 };
+			struct lh_hist *h = lh_report_add_hist(&r, "wakeup", &k);
+
+			assert_non_null(h);
+			assert_int_equal(h->nslots, lh_nslots(&r.meta.scheme));
+			for (uint32_t s = 0; s < h->nslots; s++)
+				assert_int_equal(h->slots[s], 0);
+			assert_int_equal(h->count + h->sum_ns + h->max_ns, 0);
+			for (int j = 0; interval && j < 64; j++)
+				reused += h->slots == seen[j];
+			h->slots[i % h->nslots] = 5;	/* dirty it for the next interval */
+			h->count = 5;
+		}
+		/* after make_report's total and 64 per tid, every tid's array from the
+		 * second interval on is one of the last interval's */
+		assert_int_equal(reused, interval ? 64 : 0);
+		for (size_t i = 0; i < 64; i++)
+			seen[i] = r.hists[r.nhists - 64 + i].slots;
+		r.counters[LH_EV_ENDS] = 9;
+		assert_int_equal(lh_report_charge(&r, &c), 0);
+		assert_non_null(lh_report_add_pmu(&r, &r.hists[0].key, 0));
+		lh_report_reset(&r);
+		assert_int_equal(r.nhists, 0);
+		assert_int_equal(r.npmu + r.ncharges + r.charged + r.counters[LH_EV_ENDS], 0);
+		assert_int_equal(r.nspare, 65);	/* 64 taken, 64 back, the total's kept */
+	}
+	{
+		struct lh_key k = { .fields = LH_KEY_TID, .tid = 1 };
+		struct lh_hist *h = lh_report_find_hist(&r, "wakeup", &k);
+
+		assert_non_null(h);
+		assert_int_equal(h->count, 0);	/* a new one, not the last interval's */
+		assert_int_equal(r.nhists, 1);
+	}
+	lh_report_clear(&r);
+	assert_null(r.spare);
+	assert_int_equal(r.nspare, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_label_and_csv_escaping),
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
+		cmocka_unit_test(test_reset_reuses_storage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
