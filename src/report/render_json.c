@@ -470,10 +470,15 @@ static void put(FILE *f, const char *name, json_object *v, bool compact, bool *f
 	*first = false;
 	if (name)
 		fprintf(f, compact ? "\"%s\":" : "\"%s\": ", name);
-	for (; s && *s; s++) {
-		fputc(*s, f);
-		if (*s == '\n' && !compact)
+	/* a line at a time, each newline followed by the indent */
+	while (s && *s) {
+		const char *nl = compact ? NULL : strchr(s, '\n');
+		size_t n = nl ? (size_t)(nl - s) + 1 : strlen(s);
+
+		fwrite(s, 1, n, f);
+		if (nl)
 			fprintf(f, "%*s", indent, "");
+		s += n;
 	}
 	if (!s)
 		fputs("null", f);
