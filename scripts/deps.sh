@@ -13,7 +13,7 @@ test_pkgs=(libcmocka-dev python3 strace util-linux fdisk procps man-db python3-j
 # Unpacked (not installed) into build/tools for the export tests, so that no
 # Prometheus service is installed or started: promtool and node_exporter.
 tool_debs=(prometheus prometheus-node-exporter)
-bench_pkgs=(bpftrace linux-perf fio)
+bench_pkgs=(bpftrace linux-perf fio libbpf-tools)
 
 want=("${build_pkgs[@]}")
 case "$level" in
