@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 #include "report.h"
 
 static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency", LH_SCOPE_EVENTS } };
@@ -309,6 +310,81 @@ static void test_reset_reuses_storage(void **state)
 	assert_int_equal(r.nspare, 0);
 }
 
+/* json-c's bytes for the document doc: parsed, then written with the flags lathist's
+ * renderer follows (pretty, or one line). */
+static void assert_json_c_layout(const char *doc, bool compact)
+{
+	json_object *o = json_tokener_parse(doc);
+	const char *again;
+
+	assert_non_null(o);
+	again = json_object_to_json_string_ext(o, compact ?
+		JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
+		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+	assert_string_equal(doc, again);
+	json_object_put(o);
+}
+
+/* The histograms are written without json-c: the document is byte for byte what json-c
+ * writes for it, pretty and on one line, over every kind of member a histogram has
+ * (key fields of every grouping, names to escape, bytes, lost events with bounds and
+ * nulls, an empty histogram, the unbounded slot, 64-bit counts), and none. */
+static void test_json_layout_is_json_c(void **state)
+{
+	uint64_t ns[] = { 0, 1500, 256000, 256001, 9000000 };
+	struct lh_key t = { .fields = LH_KEY_TID | LH_KEY_PID | LH_KEY_COMM, .tid = 12, .pid = 10,
+			    .birth_ns = 123456789 };
+	struct lh_key d = { .fields = LH_KEY_DISK | LH_KEY_OP | LH_KEY_PID | LH_KEY_COMM,
+			    .pid = 4294967295U, .birth_ns = 1 };
+	struct lh_key g = { .fields = LH_KEY_CGROUP, .cgroup_id = 18446744073709551615ULL };
+	struct lh_key c = { .fields = LH_KEY_CPU, .cpu = 3 };
+	struct lh_key_charge charge = { .pid = 10, .tid = 12, .birth_ns = 123456789, .lost = 7 };
+	struct lh_report r;
+	struct lh_hist *h;
+	(void)state;
+
+	for (int round = 0; round < 2; round++) {
+		make_report(&r, round ? ns : NULL, round ? 5 : 0, NULL);
+		if (round) {
+			memcpy(t.comm, "a\"b\\c/\x01\x7f", 8);
+			snprintf(d.disk, sizeof(d.disk), "nvme0n1");
+			snprintf(d.op, sizeof(d.op), "write");
+			g.cgroup = lh_cgroup_intern(g.cgroup_id, "/sys.slice/a \"b\"\\/\n");
+			r.meta.has_bytes = true;
+			assert_non_null(h = lh_report_add_hist(&r, "wakeup", &t));
+			h->slots[3] = 2;
+			h->slots[h->nslots - 1] = 18446744073709551615ULL;
+			h->count = 18446744073709551615ULL;
+			h->sum_ns = h->max_ns = 18446744073709551615ULL;
+			h->bytes = 4096;
+			assert_non_null(lh_report_add_hist(&r, "wakeup", &d));	/* empty */
+			assert_non_null(h = lh_report_add_hist(&r, "wakeup", &g));
+			h->slots[0] = h->count = 1;
+			assert_non_null(h = lh_report_add_hist(&r, "wakeup", &c));
+			h->slots[10] = h->count = 3;
+			h->sum_ns = 3 * 1024000;
+			h->max_ns = 1024000;
+			r.counters[LH_LOSS_UNPAIRED] = 5;	/* lost events: bounds and nulls */
+			assert_int_equal(lh_report_charge(&r, &charge), 0);
+			lh_report_sort(&r);
+		} else {
+			lh_report_reset(&r);	/* no histogram at all */
+		}
+		for (int compact = 0; compact < 2; compact++) {
+			char *doc = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&doc, &len);
+
+			assert_non_null(f);
+			assert_int_equal(lh_render_json_file(f, &r, compact), 0);
+			fclose(f);
+			assert_json_c_layout(doc, compact);
+			free(doc);
+		}
+		lh_report_clear(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
 		cmocka_unit_test(test_reset_reuses_storage),
+		cmocka_unit_test(test_json_layout_is_json_c),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
