@@ -385,6 +385,47 @@ static void test_json_layout_is_json_c(void **state)
 	}
 }
 
+/* lh_report_accumulate's counter rows (cumulative metrics with --counters): a row adds
+ * into the one of the same key and event, others are appended, over thousands of keys
+ * (matched through a hash table, not a scan of every row per row). */
+static void test_accumulate_counter_rows(void **state)
+{
+	struct lh_report cum, r;
+	(void)state;
+
+	make_report(&cum, NULL, 0, NULL);
+	for (int interval = 0; interval < 3; interval++) {
+		make_report(&r, NULL, 0, NULL);
+		/* interval k has tids k*1000 .. k*1000 + 2999: 2000 seen before, 1000 new */
+		for (uint32_t i = 0; i < 3000; i++) {
+			struct lh_key k = { .fields = LH_KEY_TID | LH_KEY_PID, .pid = 1,
+					    .tid = (uint32_t)interval * 1000 + i };
+
+			for (int e = 0; e < 2; e++) {
+				struct lh_pmu_row *w = lh_report_add_pmu(&r, &k, e);
+
+				assert_non_null(w);
+				w->raw = 10 + (uint64_t)e;
+				w->slices = 1;
+			}
+		}
+		assert_int_equal(lh_report_accumulate(&cum, &r), 0);
+		lh_report_clear(&r);
+	}
+	/* tids 0..4999, two rows each; tid t was in intervals max(0, t/1000 - 2) .. min(2,
+	 * t/1000) */
+	assert_int_equal(cum.npmu, 2 * 5000);
+	for (size_t i = 0; i < cum.npmu; i++) {
+		const struct lh_pmu_row *w = &cum.pmu[i];
+		uint32_t t = w->key.tid / 1000;
+		uint64_t times = (t < 2 ? t : 2) - (t > 2 ? t - 2 : 0) + 1;
+
+		assert_int_equal(w->slices, times);
+		assert_int_equal(w->raw, times * (10 + (uint64_t)w->event));
+	}
+	lh_report_clear(&cum);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_find_hist_index),
 		cmocka_unit_test(test_reset_reuses_storage),
 		cmocka_unit_test(test_json_layout_is_json_c),
+		cmocka_unit_test(test_accumulate_counter_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
