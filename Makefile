@@ -12,6 +12,7 @@
 #   make bench-detail  the per-feature benchmarks (bench/runq_overhead.py, bio_overhead.py,
 #                 records_overhead.py, counters_overhead.py, serve_overhead.py)
 #   make bench-compare BASE=REV   runq's hot path against REV's build, interleaved
+#   make bench-loader BASE=REV    the loader's CPU and memory with 10,000 keys against REV's build
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG ?= clang
@@ -48,8 +49,8 @@ TOOL_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(TOOL_SRCS))
 SKELS := $(addprefix $(OUT)/,$(addsuffix .skel.h,$(TOOLS)))
 HEADERS := $(wildcard include/*.h src/*.h src/*/*.h)
 
-.PHONY: all run check deps test-deps unit integration vmlinux bench bench-detail bench-compare clean fuzz static \
-	man install
+.PHONY: all run check deps test-deps unit integration vmlinux bench bench-detail bench-compare \
+	bench-loader clean fuzz static man install
 all: lathist
 
 deps:
@@ -208,6 +209,9 @@ $(OUT)/bench/empty.skel.h: $(OUT)/bench/empty.bpf.o
 $(OUT)/bench/empty: bench/empty.c $(OUT)/bench/empty.skel.h
 	$(CC) $(CFLAGS) -I$(OUT)/bench $< $(LIBS) -o $@
 
+$(OUT)/bench/sleepers: bench/sleepers.c | $(OUT)/bench
+	$(CC) $(CFLAGS) $< -lpthread -o $@
+
 # the runq hot path against another revision's build, interleaved (BASE: a git rev)
 BASE ?= HEAD
 bench-compare: deps
@@ -216,6 +220,14 @@ bench-compare: deps
 	@rm -rf $(OUT)/base && mkdir -p $(OUT)/base && git archive $(BASE) | tar -x -C $(OUT)/base
 	@$(MAKE) --no-print-directory -C $(OUT)/base lathist >/dev/null
 	$(PYTHON) bench/runq_compare.py $(OUT)/base/lathist
+
+# the loader against another revision's build, interleaved (BASE: a git rev)
+bench-loader: deps
+	@scripts/deps.sh bench
+	@$(MAKE) --no-print-directory lathist $(OUT)/bench/sleepers
+	@rm -rf $(OUT)/base && mkdir -p $(OUT)/base && git archive $(BASE) | tar -x -C $(OUT)/base
+	@$(MAKE) --no-print-directory -C $(OUT)/base lathist >/dev/null
+	$(PYTHON) bench/loader_overhead.py $(OUT)/base/lathist
 
 bench: deps
 	@scripts/deps.sh bench

@@ -759,7 +759,9 @@ int lh_check_pidns(const char *tool, const char *uses_ids)
  * Test and bench hooks, out of the option surface: $LATHIST_TEST, words
  * separated by spaces — reject=TYPE[,TYPE] (that attach type's load fails as
  * a verifier rejection would), no-sweep (the sweeps act as refused),
- * no-atomics (BPF atomics act as refused),
+ * no-atomics (BPF atomics act as refused), no-batch (keyed maps read key by
+ * key, as on a kernel without batch map operations), batch-count=N (N
+ * elements per batch read, which grows where a hash bucket holds more),
  * consumer-delay-us=N (sleep per record read), kernel-wakeup (the kernel's
  * own ring buffer wakeups). An unknown word is a usage error.
  */
@@ -778,6 +780,11 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 			o->test_no_sweep = true;
 		} else if (!strcmp(w, "no-atomics")) {
 			o->test_no_atomics = true;
+		} else if (!strcmp(w, "no-batch")) {
+			o->test_no_batch = true;
+		} else if (!strncmp(w, "batch-count=", 12)) {
+			if (lh_parse_u32(w + 12, 1, 65536, &o->test_batch_count))
+				err = -EINVAL;
 		} else if (!strcmp(w, "kernel-wakeup")) {
 			o->kernel_wakeup = true;
 		} else if (!strncmp(w, "consumer-delay-us=", 18)) {
@@ -799,8 +806,8 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 		}
 		if (err)
 			lh_usage_error(tool, "LATHIST_TEST: '%s' is not a test hook; give reject=TYPES, "
-				       "no-sweep, no-atomics, consumer-delay-us=N or kernel-wakeup "
-				       "(or unset it)", w);
+				       "no-sweep, no-atomics, no-batch, batch-count=N, "
+				       "consumer-delay-us=N or kernel-wakeup (or unset it)", w);
 	}
 	free(list);
 	return err;

@@ -54,6 +54,8 @@ struct lh_common_opts {
 	unsigned int test_reject;	/* test only: bit 1 << type fails that type's load */
 	bool test_no_sweep;		/* test only: the sweeps act as if refused (-EPERM) */
 	bool test_no_atomics;		/* test only: BPF atomics act as if refused (-EINVAL) */
+	bool test_no_batch;		/* test only: keyed maps read key by key, as before 5.6 */
+	unsigned int test_batch_count;	/* test only: elements per batch read (0: by size) */
 	bool has_tid_option;	/* the tool has -t (for the -p hint) */
 	/* metric outputs (-f openmetrics/prometheus, lathist serve): --buckets (a
 	 * range, or the nle bounds le_ns) and --label (lh_om_for makes the options) */

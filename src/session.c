@@ -423,7 +423,7 @@ int lh_session_run(struct lh_session *s)
 		due = c->interval_ns && now >= begin + c->interval_ns;
 		if (!last && !due)
 			continue;
-		lh_report_clear(&s->report);
+		lh_report_reset(&s->report);	/* its storage is the next interval's */
 		err = collect(s, last);
 		if (err) {
 			fprintf(stderr, "lathist %s: reading the histograms failed: %s\n",
@@ -485,6 +485,11 @@ void lh_session_free(struct lh_session *s)
 	s->report.meta.context = s->cum.meta.context = NULL;
 	free(s->percpu_buf);
 	s->percpu_buf = NULL;
+	free(s->keyed.keys);
+	free(s->keyed.values);
+	free(s->keyed.del);
+	free(s->keyed.tok);
+	memset(&s->keyed, 0, sizeof(s->keyed));
 	lh_recorder_close(&s->recorder);
 	lh_lines_close(&s->series);
 	free(s->trend_events);
@@ -520,47 +525,216 @@ int lh_session_add_percpu(struct lh_session *s, const char *name, const struct l
 	return 0;
 }
 
-int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t buf_off, uint32_t buf,
-		  int (*add)(struct lh_session *s, const void *key, const void *values))
+/* Make *p hold at least need bytes (grown to twice what it had, at least). */
+static int grow(void **p, size_t *have, size_t need)
 {
-	char *keys = NULL, *prev = NULL, *next = malloc(key_size), *cur = malloc(key_size);
-	size_t n = 0, cap = 0;
-	int err = 0;
+	size_t cap = *have;
+	void *n;
 
-	if (!next || !cur) {
-		err = -ENOMEM;
-		goto out;
+	if (need <= cap)
+		return 0;
+	cap = 2 * cap > need ? 2 * cap : need;
+	n = realloc(*p, cap);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*have = cap;
+	return 0;
+}
+
+/* Append one key to the keys to delete after the walk. */
+static int keep_key(struct lh_keyed_read *kr, const void *key, size_t key_size)
+{
+	int err = grow(&kr->del, &kr->del_bytes, (kr->ndel + 1) * key_size);
+
+	if (err)
+		return err;
+	memcpy((char *)kr->del + kr->ndel++ * key_size, key, key_size);
+	return 0;
+}
+
+/* Values of one batch: this many bytes, at least LH_BATCH_MIN elements (a bucket
+ * with more than a batch holds makes it grow: ENOSPC). */
+#define LH_BATCH_BYTES (1U << 20)
+#define LH_BATCH_MIN 16
+#define LH_ENOTSUPP 524		/* the kernel's ENOTSUPP: no batch ops for this map type */
+
+static bool batch_unsupported(int err)
+{
+	return err == -EINVAL || err == -LH_ENOTSUPP || err == -EOPNOTSUPP;
+}
+
+/*
+ * The whole map in batches (bpf_map_lookup_batch: the kernel walks it bucket by
+ * bucket, each bucket under its lock), add() on the keys of half buf, which
+ * are kept in kr->del. Nothing is deleted during the walk, and no program
+ * writes half buf any more, so each of its keys is seen once. -EOPNOTSUPP
+ * when the kernel has no batch operations (the first call fails with EINVAL or
+ * ENOTSUPP), else 0 or the first negative errno of the map or of add.
+ */
+static int walk_batch(struct lh_session *s, int fd, size_t key_size, size_t value_size,
+		      size_t buf_off, uint32_t buf,
+		      int (*add)(struct lh_session *s, const void *key, const void *values))
+{
+	struct lh_keyed_read *kr = &s->keyed;
+	size_t vsz = lh_percpu_stride(value_size) * (size_t)s->ncpus;
+	size_t cap = s->c->test_batch_count ? s->c->test_batch_count :
+		     LH_BATCH_BYTES / vsz > LH_BATCH_MIN ? LH_BATCH_BYTES / vsz : LH_BATCH_MIN;
+	/* the position between calls: a bucket index for hashes, a key for arrays */
+	size_t tok = key_size > 8 ? key_size : 8;
+	bool first = true;
+	int err;
+
+	if ((err = grow(&kr->tok, &kr->tok_bytes, 2 * tok)))
+		return err;
+	for (;;) {
+		char *in = kr->tok, *out = in + tok;
+		__u32 count = (__u32)cap;
+
+		if ((err = grow(&kr->keys, &kr->keys_bytes, cap * key_size)) ||
+		    (err = grow(&kr->values, &kr->values_bytes, cap * vsz)))
+			return err;
+		err = bpf_map_lookup_batch(fd, first ? NULL : in, out, kr->keys, kr->values, &count,
+					   NULL);
+		err = err < 0 ? -errno : 0;
+		if (err == -ENOSPC && !count) {		/* a bucket holds more: again, larger */
+			cap *= 2;
+			continue;
+		}
+		if (first && batch_unsupported(err))
+			return -EOPNOTSUPP;
+		if (err && err != -ENOENT)
+			return err;
+		for (__u32 i = 0; i < count; i++) {
+			const char *k = (const char *)kr->keys + (size_t)i * key_size;
+			int e;
+
+			if ((unsigned char)k[buf_off] != buf)
+				continue;
+			if ((e = keep_key(kr, k, key_size)) ||
+			    (e = add(s, k, (const char *)kr->values + (size_t)i * vsz)))
+				return e;
+		}
+		if (err == -ENOENT)		/* the end of the map */
+			return 0;
+		if (!count)			/* no progress: never seen, but no endless loop */
+			return -EIO;
+		memcpy(in, out, tok);
+		first = false;
 	}
-	/* collect first, delete after: deleting while walking can restart the walk */
+}
+
+/*
+ * The same key by key, for kernels without batch operations: collect the
+ * keys of half buf first (bpf_map_get_next_key), then look each up, add it
+ * and keep it for deletion: deleting while walking can restart the walk.
+ */
+static int walk_keys(struct lh_session *s, int fd, size_t key_size, size_t buf_off, uint32_t buf,
+		     int (*add)(struct lh_session *s, const void *key, const void *values))
+{
+	struct lh_keyed_read *kr = &s->keyed;
+	char *prev = NULL, *next, *cur;
+	size_t n = 0;
+	int err = grow(&kr->keys, &kr->keys_bytes, 2 * key_size);
+
+	if (err)
+		return err;
+	next = kr->keys;
+	cur = next + key_size;
 	while (!bpf_map_get_next_key(fd, prev, next)) {
 		memcpy(cur, next, key_size);
 		prev = cur;
-		if (((unsigned char *)next)[buf_off] != buf)
+		if ((unsigned char)next[buf_off] != buf)
 			continue;
-		if (n == cap) {
-			char *nk;
-
-			cap = cap ? 2 * cap : 256;
-			nk = realloc(keys, cap * key_size);
-			if (!nk) {
-				err = -ENOMEM;
-				goto out;
-			}
-			keys = nk;
+		if ((err = keep_key(kr, next, key_size))) {
+			kr->ndel = 0;	/* none added: none to delete */
+			return err;
 		}
-		memcpy(keys + n++ * key_size, next, key_size);
 	}
-	for (size_t i = 0; i < n && !err; i++) {
-		void *k = keys + i * key_size;
+	/* the keys to delete are those looked up: each moved down as it is */
+	n = kr->ndel;
+	kr->ndel = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *k = (char *)kr->del + i * key_size;
 
 		if (bpf_map_lookup_elem(fd, k, s->percpu_buf))
 			continue;
-		err = add(s, k, s->percpu_buf);
-		bpf_map_delete_elem(fd, k);
+		memmove((char *)kr->del + kr->ndel++ * key_size, k, key_size);
+		if ((err = add(s, k, s->percpu_buf)))
+			return err;
 	}
-out:
-	free(keys);
-	free(next);
-	free(cur);
-	return err;
+	return 0;
+}
+
+/*
+ * Delete the keys in kr->del: in batches where the kernel has them, else one
+ * by one. A key left in the map would be added to again when its half comes
+ * round and then read twice: a key whose delete fails for another reason
+ * than its absence is tried once more alone, and if that fails too its
+ * negative errno is returned (the run ends) rather than count it twice.
+ */
+static int delete_kept(struct lh_session *s, int fd, size_t key_size)
+{
+	struct lh_keyed_read *kr = &s->keyed;
+	bool batch = kr->batch > 0;
+	size_t done = 0;
+
+	while (done < kr->ndel) {
+		char *k = (char *)kr->del + done * key_size;
+		__u32 count = (__u32)(kr->ndel - done);
+		int err;
+
+		if (batch) {
+			err = bpf_map_delete_batch(fd, k, &count, NULL);
+			if (!err)
+				return 0;
+			err = -errno;
+			if (!count && batch_unsupported(err)) {	/* lookups only: one by one */
+				batch = false;
+				continue;
+			}
+			done += count;	/* deleted before the one that failed */
+			k = (char *)kr->del + done * key_size;
+		}
+		if (bpf_map_delete_elem(fd, k) && errno != ENOENT)
+			return -errno;
+		done++;
+	}
+	return 0;
+}
+
+/* -v: how the keyed maps are read, said at the first read. */
+static void say_read_path(const struct lh_session *s, const char *how)
+{
+	if (s->c->verbose)
+		fprintf(stderr, "lathist %s: keyed maps read %s\n", s->report.meta.tool, how);
+}
+
+int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t value_size,
+		  size_t buf_off, uint32_t buf,
+		  int (*add)(struct lh_session *s, const void *key, const void *values))
+{
+	struct lh_keyed_read *kr = &s->keyed;
+	int err = -EOPNOTSUPP, derr;
+
+	kr->ndel = 0;
+	if (!kr->batch && s->c->test_no_batch) {
+		kr->batch = -1;
+		say_read_path(s, "key by key (LATHIST_TEST=no-batch)");
+	}
+	if (kr->batch >= 0)
+		err = walk_batch(s, fd, key_size, value_size, buf_off, buf, add);
+	if (err == -EOPNOTSUPP) {	/* nothing was added: this map key by key */
+		if (!kr->batch) {
+			kr->batch = -1;
+			say_read_path(s, "key by key (this kernel has no batch map operations)");
+		}
+		err = walk_keys(s, fd, key_size, buf_off, buf, add);
+	} else if (!kr->batch) {
+		kr->batch = 1;
+		say_read_path(s, "in batches (bpf_map_lookup_batch, bpf_map_delete_batch)");
+	}
+	/* what was added is deleted, also after a failed add: never counted twice */
+	derr = delete_kept(s, fd, key_size);
+	return err ? err : derr;
 }

@@ -18,6 +18,17 @@
 #include "recorder.h"
 #include "report.h"
 
+/* lh_read_keyed's state and buffers, kept across intervals (no allocation per key). */
+struct lh_keyed_read {
+	int batch;			/* batch map operations: 0 untried, 1 used, -1 not here */
+	void *keys, *values;		/* one batch: keys, and each key's per-CPU values */
+	size_t keys_bytes, values_bytes;
+	void *tok;			/* the batch positions, in and out */
+	size_t tok_bytes;
+	void *del;			/* keys read from the half, deleted after the walk */
+	size_t del_bytes, ndel;		/* bytes allocated, keys in it */
+};
+
 struct lh_session {
 	const struct lh_common_opts *c;
 	struct bpf_object *obj;
@@ -51,6 +62,7 @@ struct lh_session {
 	uint64_t *trend_events, *trend_lost;	/* per interval, for the loss trend */
 	size_t ntrend;
 	uint64_t prog_misses;		/* the programs' recursion_misses at the last read */
+	struct lh_keyed_read keyed;	/* lh_read_keyed */
 };
 
 /*
@@ -136,11 +148,19 @@ int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
 		    const char *what);
 
 /*
- * Walk a per-CPU hash of histograms: for every key whose byte at buf_off equals
- * buf, call add(s, key, values) with all CPUs' values (ncpus * stride bytes),
- * then delete the key. Returns 0 or the first negative errno of add.
+ * Read and empty one half of a per-CPU hash (of histograms, lost counts,
+ * counter sums): for every key whose byte at buf_off equals buf, call
+ * add(s, key, values) with all CPUs' values (ncpus copies of value_size bytes,
+ * each rounded up to 8), then delete those keys; the other half's keys stay.
+ * The map is read in batches (bpf_map_lookup_batch over the whole map, then
+ * bpf_map_delete_batch of the half's keys), or key by key on a kernel without
+ * batch operations (before 5.6) or under LATHIST_TEST=no-batch. Buffers are
+ * kept in s->keyed for the next interval. A key whose values were added is
+ * deleted even when a later add fails, so none is counted twice. Returns 0 or
+ * the first negative errno of the map or of add.
  */
-int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t buf_off, uint32_t buf,
+int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t value_size,
+		  size_t buf_off, uint32_t buf,
 		  int (*add)(struct lh_session *s, const void *key, const void *values));
 
 /*

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <bpf/btf.h>
 #include "bpfcommon.h"
@@ -81,12 +82,49 @@ int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t l
 	return err;
 }
 
+/*
+ * The stdout document, its pages kept from one interval to the next and grown
+ * with mremap (in place, or moved without a copy): a document of N bytes costs
+ * N bytes once, where each doubling of an open_memstream buffer allocates the
+ * next, copies into it and frees the last (three times the document at the
+ * end). Pages never written are never resident.
+ */
+struct doc_buf {
+	char *p;
+	size_t len, cap;
+};
+static __thread struct doc_buf doc;
+
+/* fopencookie's write: append n bytes; -1 (ENOMEM) when no memory is left. */
+static ssize_t doc_write(void *c, const char *buf, size_t n)
+{
+	struct doc_buf *d = c;
+
+	if (n > d->cap - d->len) {
+		size_t cap = d->cap ? d->cap : (size_t)1 << 20;
+		void *p;
+
+		while (cap - d->len < n)
+			cap *= 2;
+		p = d->p ? mremap(d->p, d->cap, cap, MREMAP_MAYMOVE) :
+			   mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			errno = ENOMEM;
+			return -1;
+		}
+		d->p = p;
+		d->cap = cap;
+	}
+	memcpy(d->p + d->len, buf, n);
+	d->len += n;
+	return (ssize_t)n;
+}
+
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 {
 	const char *who = o->verb ? o->verb : r->meta.tool;
+	cookie_io_functions_t io = { .write = doc_write };
 	struct emit e = { r, o };
-	size_t len = 0;
-	char *buf = NULL;
 	FILE *f;
 	int err;
 
@@ -101,18 +139,16 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 		return err;
 	}
 	/* stdout: each document in one write, so interval lines never tear */
-	f = open_memstream(&buf, &len);
+	doc.len = 0;
+	f = fopencookie(&doc, "w", io);
 	err = f ? render_to(f, r, o) : -ENOMEM;
 	if (f && fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {
 		fprintf(stderr, "lathist %s: out of memory rendering the report\n", who);
-		free(buf);
 		return -ENOMEM;
 	}
-	err = lh_emit_bytes(who, NULL, buf, len);
-	free(buf);
-	return err;
+	return lh_emit_bytes(who, NULL, doc.p, doc.len);
 }
 
 int lh_attach_candidates(const char *tool, enum lh_attach_mode mode, bool btf_ok,

@@ -28,14 +28,23 @@ uint64_t lh_slot_hi(uint32_t i, uint32_t p)
 	return lh_slot_lo(i, p) + (1ULL << (g - 1));
 }
 
-int lh_hist_init(struct lh_hist *h, const char *name, const struct lh_key *key,
-		 const struct lh_scheme *s)
+void lh_hist_init_with(struct lh_hist *h, const char *name, const struct lh_key *key,
+		       const struct lh_scheme *s, uint64_t *slots)
 {
 	memset(h, 0, sizeof(*h));
 	strncpy(h->name, name, sizeof(h->name) - 1);
 	if (key)
 		h->key = *key;
 	h->nslots = lh_nslots(s);
+	h->slots = slots;
+	if (slots)
+		memset(slots, 0, h->nslots * sizeof(*slots));
+}
+
+int lh_hist_init(struct lh_hist *h, const char *name, const struct lh_key *key,
+		 const struct lh_scheme *s)
+{
+	lh_hist_init_with(h, name, key, s, NULL);
 	h->slots = calloc(h->nslots, sizeof(*h->slots));
 	return h->slots ? 0 : -ENOMEM;
 }

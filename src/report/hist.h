@@ -81,6 +81,9 @@ uint64_t lh_slot_hi(uint32_t i, uint32_t precision);
 int lh_hist_init(struct lh_hist *h, const char *name, const struct lh_key *key,
 		 const struct lh_scheme *s);
 void lh_hist_free(struct lh_hist *h);
+/* The same into slots, an array of lh_nslots(s) counters that h takes (zeroed here). */
+void lh_hist_init_with(struct lh_hist *h, const char *name, const struct lh_key *key,
+		       const struct lh_scheme *s, uint64_t *slots);
 
 /*
  * Add one BPF histogram value (struct lh_hist_head then nslots u64) into h.

@@ -45,76 +45,269 @@ static json_object *key_json(const struct lh_key *k)
 	return o;
 }
 
-static json_object *bound(uint64_t units, uint64_t unit_ns)
+/*
+ * The histograms are written without json-c, as the bytes json-c writes for
+ * their tree (JSON_C_TO_STRING_PRETTY | SPACED | NOSLASHESCAPE: a container's
+ * bracket, a newline, its members one a line at 2 spaces a level, a newline
+ * and the closing bracket at its own level; or PLAIN | NOSLASHESCAPE):
+ * tests/unit/test_export.c has json-c parse the document and write it again,
+ * byte for byte the same. With thousands of keys a json-c tree per histogram
+ * (some 40 objects allocated, printed and freed) took most of an interval.
+ */
+struct jw {
+	FILE *f;
+	bool compact;
+	int depth;		/* the open container's level (json-c's) */
+	unsigned int had;	/* bit d: the container at level d has a member */
+	size_t n;		/* bytes in b */
+	char b[4096];
+};
+
+static void jw_flush(struct jw *w)
+{
+	fwrite(w->b, 1, w->n, w->f);
+	w->n = 0;
+}
+
+static void jw_put(struct jw *w, const char *s, size_t len)
+{
+	if (w->n + len > sizeof(w->b)) {
+		jw_flush(w);
+		if (len > sizeof(w->b)) {
+			fwrite(s, 1, len, w->f);
+			return;
+		}
+	}
+	memcpy(w->b + w->n, s, len);
+	w->n += len;
+}
+
+static void jw_indent(struct jw *w, int level)
+{
+	static const char spaces[] = "                                ";
+
+	for (int n = 2 * level; n > 0; n -= (int)sizeof(spaces) - 1)
+		jw_put(w, spaces, (size_t)(n < (int)sizeof(spaces) - 1 ? n : (int)sizeof(spaces) - 1));
+}
+
+/* A string as json-c escapes it: '"', '\\' and the control characters; '/' kept. */
+static void jw_string(struct jw *w, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+
+	jw_put(w, "\"", 1);
+	for (;;) {
+		const unsigned char *q = p;
+		const char *e;
+		char u[6];
+
+		while (*q >= 0x20 && *q != '"' && *q != '\\')	/* a run to copy as it is */
+			q++;
+		jw_put(w, (const char *)p, (size_t)(q - p));
+		if (!*q)
+			break;
+		switch (*q) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		default:
+			memcpy(u, "\\u00", 4);
+			u[4] = hex[*q >> 4];
+			u[5] = hex[*q & 15];
+			e = NULL;
+			jw_put(w, u, 6);
+		}
+		if (e)
+			jw_put(w, e, strlen(e));
+		p = q + 1;
+	}
+	jw_put(w, "\"", 1);
+}
+
+/* What comes before a member (name) or an element (name NULL) of the open container. */
+static void jw_item(struct jw *w, const char *name)
+{
+	unsigned int bit = 1U << w->depth;
+
+	if (w->had & bit)
+		jw_put(w, w->compact ? "," : ",\n", w->compact ? 1 : 2);
+	w->had |= bit;
+	if (!w->compact)
+		jw_indent(w, w->depth + 1);
+	if (name) {	/* member names are lathist's own: nothing to escape */
+		jw_put(w, "\"", 1);
+		jw_put(w, name, strlen(name));
+		jw_put(w, w->compact ? "\":" : "\": ", w->compact ? 2 : 3);
+	}
+}
+
+/* Open an object ('{') or array ('[') as a member or element. */
+static void jw_open(struct jw *w, const char *name, char bracket)
+{
+	jw_item(w, name);
+	jw_put(w, &bracket, 1);
+	if (!w->compact)
+		jw_put(w, "\n", 1);
+	w->depth++;
+	w->had &= ~(1U << w->depth);
+}
+
+static void jw_close(struct jw *w, char bracket)
+{
+	if (!w->compact) {
+		if (w->had & (1U << w->depth))
+			jw_put(w, "\n", 1);
+		jw_indent(w, w->depth);
+	}
+	jw_put(w, &bracket, 1);
+	w->depth--;
+}
+
+static void jw_u64(struct jw *w, const char *name, uint64_t v)
+{
+	char d[20];
+	int n = (int)sizeof(d);
+
+	jw_item(w, name);
+	do {
+		d[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	jw_put(w, d + n, sizeof(d) - (size_t)n);
+}
+
+static void jw_null(struct jw *w, const char *name)
+{
+	jw_item(w, name);
+	jw_put(w, "null", 4);
+}
+
+/* A slot bound in ns, null for the unbounded one (UINT64_MAX units). */
+static void jw_bound(struct jw *w, const char *name, uint64_t units, uint64_t unit_ns)
 {
 	if (units == UINT64_MAX)
-		return NULL;	/* unbounded: JSON null */
-	return u64(units * unit_ns);
+		jw_null(w, name);
+	else
+		jw_u64(w, name, units * unit_ns);
 }
 
-/* {"lo_ns", "hi_ns"} of slot s; JSON null for the unbounded last slot when
- * unbounded_null (a bound that nothing limits). */
-static json_object *slot_json(int s, const struct lh_meta *m, bool unbounded_null)
+/* {"lo_ns", "hi_ns"} of slot s, the object left open; or null (returns false)
+ * for the unbounded last slot when unbounded_null (a bound nothing limits). */
+static bool jw_slot(struct jw *w, const char *name, int s, const struct lh_meta *m,
+		    bool unbounded_null)
 {
 	uint32_t p = m->scheme.precision;
-	uint64_t u = m->scheme.unit_ns;
-	json_object *b;
 
-	if (unbounded_null && lh_slot_hi((uint32_t)s, p) == UINT64_MAX)
-		return NULL;
-	b = json_object_new_object();
-	json_object_object_add(b, "lo_ns", bound(lh_slot_lo((uint32_t)s, p), u));
-	json_object_object_add(b, "hi_ns", bound(lh_slot_hi((uint32_t)s, p), u));
-	return b;
+	if (unbounded_null && lh_slot_hi((uint32_t)s, p) == UINT64_MAX) {
+		jw_null(w, name);
+		return false;
+	}
+	jw_open(w, name, '{');
+	jw_bound(w, "lo_ns", lh_slot_lo((uint32_t)s, p), m->scheme.unit_ns);
+	jw_bound(w, "hi_ns", lh_slot_hi((uint32_t)s, p), m->scheme.unit_ns);
+	return true;
 }
 
-static json_object *hist_json(const struct lh_hist *h, const struct lh_report *r)
+static void jw_key(struct jw *w, const struct lh_key *k)
 {
-	json_object *o = json_object_new_object(), *slots = json_object_new_array();
-	json_object *pc = json_object_new_object();
+	jw_open(w, "key", '{');
+	if (k->fields & LH_KEY_TID)
+		jw_u64(w, "tid", k->tid);
+	if (k->fields & LH_KEY_PID)
+		jw_u64(w, "pid", k->pid);
+	if (k->fields & LH_KEY_COMM) {
+		char comm[4 * sizeof(k->comm) + 1];
+
+		lh_printable(k->comm, sizeof(k->comm), comm, sizeof(comm));
+		jw_item(w, "comm");
+		jw_string(w, comm);
+	}
+	if (k->fields & (LH_KEY_TID | LH_KEY_PID))
+		jw_u64(w, "start_ns", k->birth_ns);
+	if (k->fields & LH_KEY_CPU)
+		jw_u64(w, "cpu", k->cpu);
+	if (k->fields & LH_KEY_DISK) {
+		jw_item(w, "disk");
+		jw_string(w, k->disk);
+	}
+	if (k->fields & LH_KEY_OP) {
+		jw_item(w, "op");
+		jw_string(w, k->op);
+	}
+	if (k->fields & LH_KEY_CGROUP) {
+		jw_item(w, "cgroup");
+		jw_string(w, k->cgroup ? k->cgroup : "");
+		jw_u64(w, "cgroup_id", k->cgroup_id);
+	}
+	jw_close(w, '}');
+}
+
+/*
+ * One histogram as an element of the document's histograms array (level 1),
+ * after put()'s separator: name, key, counts, the events lost that could have
+ * belonged here and what they could make the max, each percentile's slot and
+ * bounds, the non-empty slots.
+ */
+static void put_hist(FILE *f, const struct lh_hist *h, const struct lh_report *r, bool compact,
+		     bool *first)
+{
 	const struct lh_meta *m = &r->meta;
-	uint32_t p = m->scheme.precision;
 	struct lh_pct pct[LH_NR_PERCENTILES];
 	uint64_t u = m->scheme.unit_ns, lost = lh_report_percentiles(r, h, pct);
+	uint32_t p = m->scheme.precision;
+	struct jw w = { .f = f, .compact = compact, .depth = 1, .had = *first ? 0 : 2 };
 
-	json_object_object_add(o, "name", json_object_new_string(h->name));
-	json_object_object_add(o, "key", key_json(&h->key));
-	json_object_object_add(o, "count", u64(h->count));
-	json_object_object_add(o, "sum_ns", u64(h->sum_ns));
-	json_object_object_add(o, "max_ns", u64(h->max_ns));
-	/* events lost that could have belonged here, and what they could make the max */
-	json_object_object_add(o, "lost", u64(lost));
+	if (*first && !compact)		/* put()'s newline before the first element */
+		jw_put(&w, "\n", 1);
+	*first = false;
+	jw_open(&w, NULL, '{');
+	jw_item(&w, "name");
+	jw_string(&w, h->name);
+	jw_key(&w, &h->key);
+	jw_u64(&w, "count", h->count);
+	jw_u64(&w, "sum_ns", h->sum_ns);
+	jw_u64(&w, "max_ns", h->max_ns);
+	jw_u64(&w, "lost", lost);
 	if (h->key.fields & LH_KEY_PID && r->meta.tool_bit & LH_TOOL_RUNQ)
-		json_object_object_add(o, "key_lost", u64(lh_report_key_charge(r, &h->key)));
-	json_object_object_add(o, "max_ns_high", lost ? NULL : u64(h->max_ns));
+		jw_u64(&w, "key_lost", lh_report_key_charge(r, &h->key));
+	if (lost)
+		jw_null(&w, "max_ns_high");
+	else
+		jw_u64(&w, "max_ns_high", h->max_ns);
 	if (m->has_bytes)
-		json_object_object_add(o, "bytes", u64(h->bytes));
+		jw_u64(&w, "bytes", h->bytes);
+	jw_open(&w, "percentiles", '{');
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		json_object *b;
-
 		if (pct[i].slot < 0 || pct[i].low < 0) {
-			json_object_object_add(pc, lh_percentiles[i].name, NULL);
+			jw_null(&w, lh_percentiles[i].name);
 			continue;
 		}
-		b = slot_json(pct[i].slot, m, false);
-		json_object_object_add(b, "low", slot_json(pct[i].low, m, false));
-		json_object_object_add(b, "high", slot_json(pct[i].high, m, true));
-		json_object_object_add(pc, lh_percentiles[i].name, b);
+		jw_slot(&w, lh_percentiles[i].name, pct[i].slot, m, false);
+		if (jw_slot(&w, "low", pct[i].low, m, false))
+			jw_close(&w, '}');
+		if (jw_slot(&w, "high", pct[i].high, m, true))
+			jw_close(&w, '}');
+		jw_close(&w, '}');
 	}
-	json_object_object_add(o, "percentiles", pc);
+	jw_close(&w, '}');
+	jw_open(&w, "slots", '[');
 	for (uint32_t i = 0; i < h->nslots; i++) {
-		json_object *s;
-
 		if (!h->slots[i])
 			continue;
-		s = json_object_new_object();
-		json_object_object_add(s, "lo_ns", bound(lh_slot_lo(i, p), u));
-		json_object_object_add(s, "hi_ns", bound(lh_slot_hi(i, p), u));
-		json_object_object_add(s, "count", u64(h->slots[i]));
-		json_object_array_add(slots, s);
+		jw_open(&w, NULL, '{');
+		jw_bound(&w, "lo_ns", lh_slot_lo(i, p), u);
+		jw_bound(&w, "hi_ns", lh_slot_hi(i, p), u);
+		jw_u64(&w, "count", h->slots[i]);
+		jw_close(&w, '}');
 	}
-	json_object_object_add(o, "slots", slots);
-	return o;
+	jw_close(&w, ']');
+	jw_close(&w, '}');
+	jw_flush(&w);
 }
 
 static json_object *pmu_meta_json(const struct lh_pmu_meta *pm);
@@ -470,10 +663,15 @@ static void put(FILE *f, const char *name, json_object *v, bool compact, bool *f
 	*first = false;
 	if (name)
 		fprintf(f, compact ? "\"%s\":" : "\"%s\": ", name);
-	for (; s && *s; s++) {
-		fputc(*s, f);
-		if (*s == '\n' && !compact)
+	/* a line at a time, each newline followed by the indent */
+	while (s && *s) {
+		const char *nl = compact ? NULL : strchr(s, '\n');
+		size_t n = nl ? (size_t)(nl - s) + 1 : strlen(s);
+
+		fwrite(s, 1, n, f);
+		if (nl)
 			fprintf(f, "%*s", indent, "");
+		s += n;
 	}
 	if (!s)
 		fputs("null", f);
@@ -539,7 +737,7 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	put_meta(f, &r->meta, compact, &first);
 	open_member(f, "histograms", '[', compact, &first, 2);
 	for (size_t i = 0; i < r->nhists; i++)
-		put(f, NULL, hist_json(&r->hists[i], r), compact, &hfirst, 4);
+		put_hist(f, &r->hists[i], r, compact, &hfirst);
 	close_member(f, ']', compact, 2);
 	/* the members after the histograms, in their order */
 	if (r->meta.pmu.n || r->meta.pmu.nunsupported)

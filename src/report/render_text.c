@@ -19,14 +19,63 @@ static const char *unit_header(const char *unit)
 	return "usecs";
 }
 
-static void print_stars(FILE *f, uint64_t val, uint64_t max)
+/* v in decimal at p, padded with spaces to width: on the left (%*PRIu64), or
+ * on the right when left is set (%-*PRIu64); returns the end. */
+static char *put_u64(char *p, uint64_t v, int width, bool left)
 {
+	char d[20];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (int i = n; !left && i < width; i++)
+		*p++ = ' ';
+	for (int i = n; left && i < width; i++)
+		p[i] = ' ';
+	for (int i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return p + (left && n < width ? width : n);
+}
+
+/* s padded with spaces on the right to width (%-*s); returns the end. */
+static char *put_str(char *p, const char *s, int width)
+{
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	for (; (int)n < width; n++)
+		p[n] = ' ';
+	return p + n;
+}
+
+/*
+ * One row of a histogram, "lo -> hi : count |stars|", formatted here rather
+ * than by fprintf (a run with thousands of keys prints hundreds of thousands
+ * of rows a second): the bytes of "%10" PRIu64 " -> %-10" PRIu64 " : %-8"
+ * PRIu64 " |" ("inf" for an unbounded hi), STARS stars and spaces, "|\n".
+ */
+static void print_row(FILE *f, uint64_t lo, uint64_t hi, uint64_t val, uint64_t max)
+{
+	/* STARS stars then STARS spaces: a bar of n stars is STARS bytes from STARS - n */
+	static const char bar[2 * STARS + 1] = "****************************************"
+					       "                                        ";
+	char row[3 * 20 + 16 + STARS], *p = row;
 	int n = max ? (int)((long double)val * STARS / max) : 0;
 
 	if (val && !n)
 		n = 1;
-	for (int i = 0; i < STARS; i++)
-		fputc(i < n ? '*' : ' ', f);
+	p = put_u64(p, lo, 10, false);
+	p = put_str(p, " -> ", 0);
+	p = hi == UINT64_MAX ? put_str(p, "inf", 10) : put_u64(p, hi, 10, true);
+	p = put_str(p, " : ", 0);
+	p = put_u64(p, val, 8, true);
+	p = put_str(p, " |", 0);
+	memcpy(p, bar + STARS - n, STARS);
+	p += STARS;
+	p = put_str(p, "|\n", 0);
+	fwrite(row, 1, (size_t)(p - row), f);
 }
 
 static void print_key(FILE *f, const struct lh_key *k)
@@ -140,19 +189,10 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_report 
 	}
 	fprintf(f, "%*s%s %-*s : count    distribution\n", 5, "", unit_header(m->unit), 13,
 		"(lo, hi]");
-	for (int i = first; i <= last; i++) {
-		uint64_t lo = lh_slot_lo((uint32_t)i, m->scheme.precision);
-		uint64_t hi = lh_slot_hi((uint32_t)i, m->scheme.precision);
-
-		/* a row "lo -> hi" holds lo < v <= hi (the first row also 0) */
-		if (hi == UINT64_MAX)
-			fprintf(f, "%10" PRIu64 " -> %-10s : %-8" PRIu64 " |", lo, "inf", h->slots[i]);
-		else
-			fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi,
-				h->slots[i]);
-		print_stars(f, h->slots[i], max);
-		fputs("|\n", f);
-	}
+	/* a row "lo -> hi" holds lo < v <= hi (the first row also 0) */
+	for (int i = first; i <= last; i++)
+		print_row(f, lh_slot_lo((uint32_t)i, m->scheme.precision),
+			  lh_slot_hi((uint32_t)i, m->scheme.precision), h->slots[i], max);
 	if (m->has_bytes)
 		fprintf(f, "     bytes %" PRIu64 "\n", h->bytes);
 	print_stats(f, h, r);

@@ -52,7 +52,9 @@ struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const 
 		r->cap = cap;
 	}
 	h = &r->hists[r->nhists];
-	if (lh_hist_init(h, name, key, &r->meta.scheme))
+	if (r->nspare && r->spare_nslots == lh_nslots(&r->meta.scheme))
+		lh_hist_init_with(h, name, key, &r->meta.scheme, r->spare[--r->nspare]);
+	else if (lh_hist_init(h, name, key, &r->meta.scheme))
 		return NULL;
 	r->nhists++;
 	return h;
@@ -171,8 +173,48 @@ struct lh_pmu_row *lh_report_add_pmu(struct lh_report *r, const struct lh_key *k
 	return row;
 }
 
+void lh_report_reset(struct lh_report *r)
+{
+	uint32_t nslots = lh_nslots(&r->meta.scheme);
+	size_t keep = r->nspare + r->nhists;
+
+	if (keep > r->spare_cap) {
+		uint64_t **sp = realloc(r->spare, keep * sizeof(*sp));
+
+		if (sp) {
+			r->spare = sp;
+			r->spare_cap = keep;
+		}
+	}
+	if (r->nspare && r->spare_nslots != nslots) {	/* another scheme's: not reused */
+		for (size_t i = 0; i < r->nspare; i++)
+			free(r->spare[i]);
+		r->nspare = 0;
+	}
+	r->spare_nslots = nslots;
+	for (size_t i = 0; i < r->nhists; i++) {
+		if (r->nspare < r->spare_cap && r->hists[i].nslots == nslots)
+			r->spare[r->nspare++] = r->hists[i].slots;
+		else
+			lh_hist_free(&r->hists[i]);
+	}
+	r->nhists = 0;
+	r->npmu = 0;
+	lh_report_index_reset(r);
+	memset(r->counters, 0, sizeof(r->counters));
+	if (r->gap_cpu)
+		memset(r->gap_cpu, 0, r->gap_ncpus * sizeof(*r->gap_cpu));
+	r->ncharges = 0;
+	r->charged = 0;
+}
+
 void lh_report_clear(struct lh_report *r)
 {
+	for (size_t i = 0; i < r->nspare; i++)
+		free(r->spare[i]);
+	free(r->spare);
+	r->spare = NULL;
+	r->nspare = r->spare_cap = 0;
 	free(r->pmu);
 	r->pmu = NULL;
 	r->npmu = r->pmu_cap = 0;
@@ -567,6 +609,62 @@ struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
 	return h;
 }
 
+/* Where (key, event) is or goes in an open-addressing table of cap slots (a power of
+ * two) over dst's counter rows: row index + 1, 0 empty. */
+static size_t pmu_slot(const struct lh_report *dst, const size_t *t, size_t cap,
+		       const struct lh_key *key, int event)
+{
+	size_t j = (size_t)(lh_key_hash(key) * 31 + (uint64_t)(unsigned int)event) & (cap - 1);
+
+	for (; t[j]; j = (j + 1) & (cap - 1)) {
+		const struct lh_pmu_row *d = &dst->pmu[t[j] - 1];
+
+		if (d->event == event && !memcmp(&d->key, key, sizeof(*key)))
+			break;
+	}
+	return j;
+}
+
+/* dst += src's counter rows, each matched through a hash table of dst's (built here,
+ * at most half full): linear in the rows, not rows x rows. -ENOMEM. */
+static int accumulate_pmu(struct lh_report *dst, const struct lh_report *src)
+{
+	size_t cap = 64, *t;
+
+	if (!src->npmu)
+		return 0;
+	while (cap < 2 * (dst->npmu + src->npmu))
+		cap *= 2;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < dst->npmu; i++)
+		t[pmu_slot(dst, t, cap, &dst->pmu[i].key, dst->pmu[i].event)] = i + 1;
+	for (size_t i = 0; i < src->npmu; i++) {
+		const struct lh_pmu_row *w = &src->pmu[i];
+		size_t j = pmu_slot(dst, t, cap, &w->key, w->event);
+		struct lh_pmu_row *d;
+
+		if (!t[j]) {
+			if (!lh_report_add_pmu(dst, &w->key, w->event)) {
+				free(t);
+				return -ENOMEM;
+			}
+			t[j] = dst->npmu;
+		}
+		d = &dst->pmu[t[j] - 1];
+		d->raw = lh_add_sat(d->raw, w->raw);
+		d->enabled_ns = lh_add_sat(d->enabled_ns, w->enabled_ns);
+		d->running_ns = lh_add_sat(d->running_ns, w->running_ns);
+		d->slices = lh_add_sat(d->slices, w->slices);
+		d->multiplexed = lh_add_sat(d->multiplexed, w->multiplexed);
+		d->read_failed = lh_add_sat(d->read_failed, w->read_failed);
+		d->oncpu_ns = lh_add_sat(d->oncpu_ns, w->oncpu_ns);
+	}
+	free(t);
+	return 0;
+}
+
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 {
 	for (size_t i = 0; i < src->nhists; i++) {
@@ -578,24 +676,8 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 		if (lh_hist_merge(d, h))
 			return -EINVAL;
 	}
-	for (size_t i = 0; i < src->npmu; i++) {
-		const struct lh_pmu_row *w = &src->pmu[i];
-		struct lh_pmu_row *d = NULL;
-
-		for (size_t j = 0; j < dst->npmu && !d; j++)
-			if (dst->pmu[j].event == w->event &&
-			    !memcmp(&dst->pmu[j].key, &w->key, sizeof(w->key)))
-				d = &dst->pmu[j];
-		if (!d && !(d = lh_report_add_pmu(dst, &w->key, w->event)))
-			return -ENOMEM;
-		d->raw = lh_add_sat(d->raw, w->raw);
-		d->enabled_ns = lh_add_sat(d->enabled_ns, w->enabled_ns);
-		d->running_ns = lh_add_sat(d->running_ns, w->running_ns);
-		d->slices = lh_add_sat(d->slices, w->slices);
-		d->multiplexed = lh_add_sat(d->multiplexed, w->multiplexed);
-		d->read_failed = lh_add_sat(d->read_failed, w->read_failed);
-		d->oncpu_ns = lh_add_sat(d->oncpu_ns, w->oncpu_ns);
-	}
+	if (accumulate_pmu(dst, src))
+		return -ENOMEM;
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
 		dst->counters[i] = lh_add_sat(dst->counters[i], src->counters[i]);
 	for (size_t i = 0; i < src->ncharges; i++)

@@ -183,6 +183,11 @@ struct lh_report {
 	 * lh_report_sort, lh_report_clear or a change of keys (lh_report_index_reset). */
 	size_t *index;
 	size_t index_cap, index_n;
+	/* lh_report_reset's spare slot arrays (spare_nslots counters each), owned, taken
+	 * by lh_report_add_hist before it allocates */
+	uint64_t **spare;
+	size_t nspare, spare_cap;
+	uint32_t spare_nslots;
 };
 
 /* The histogram of r with this name and key, appended empty when r has none:
@@ -227,6 +232,13 @@ struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const 
 void lh_report_sort(struct lh_report *r);
 /* Free histograms; meta stays. */
 void lh_report_clear(struct lh_report *r);
+/*
+ * Empty r for its next aggregate (a session's next interval) and keep its
+ * storage: the histograms' slot arrays are kept as spares for
+ * lh_report_add_hist, and the histogram, counter row, charge and index arrays
+ * keep their capacity; meta stays. lh_report_clear frees it all.
+ */
+void lh_report_reset(struct lh_report *r);
 
 /*
  * A task name as printable ASCII: bytes outside 0x20..0x7e become \xNN and a

@@ -653,7 +653,7 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 	unseen_say(s, x);
 
 	return lh_read_keyed(s, bpf_map__fd(x->skel->maps.bio_hist), sizeof(struct bio_hist_key),
-			     offsetof(struct bio_hist_key, buf), buf, add_keyed);
+			     s->value_size, offsetof(struct bio_hist_key, buf), buf, add_keyed);
 }
 
 /* A stage's time: ns in JSON (null when the request had no such stage, ~0); in

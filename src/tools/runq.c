@@ -581,7 +581,7 @@ static int read_pmu(struct lh_session *s, uint32_t buf)
 
 	if (keyed_group(x->o->group))
 		return lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_pmu_keyed),
-				     sizeof(struct runq_hist_key),
+				     sizeof(struct runq_hist_key), sizeof(struct lh_pmu_val),
 				     offsetof(struct runq_hist_key, buf), buf, add_pmu_keyed);
 	if (bpf_map_lookup_elem(fd, &buf, s->percpu_buf))
 		return -errno;
@@ -608,11 +608,11 @@ static int read_hists(struct lh_session *s, uint32_t buf)
 
 	if (keyed_group(x->o->group)) {
 		err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_hist_keyed),
-				    sizeof(struct runq_hist_key),
+				    sizeof(struct runq_hist_key), s->value_size,
 				    offsetof(struct runq_hist_key, buf), buf, add_keyed);
 		if (!err)
 			err = lh_read_keyed(s, bpf_map__fd(x->skel->maps.runq_lost_keyed),
-					    sizeof(struct runq_hist_key),
+					    sizeof(struct runq_hist_key), sizeof(uint64_t),
 					    offsetof(struct runq_hist_key, buf), buf, add_lost);
 	} else {
 		err = read_array(s, buf);

@@ -364,6 +364,46 @@ def test_interval_loses_nothing():
     check(paired == hists and events >= paired, f"events {events} paired {paired} in hists {hists}")
 
 
+def test_interval_read_paths_match_schedstat():
+    """-i --per-thread read three ways at once over one workload: in batches
+    (bpf_map_lookup_batch, then bpf_map_delete_batch of the old half's keys), in
+    batches of one element (LATHIST_TEST=batch-count=1: a hash bucket holding two
+    keys makes the read grow its batch, ENOSPC), and key by key as on a kernel without
+    batch operations (LATHIST_TEST=no-batch). Each path's intervals add up per thread
+    to the kernel's schedstat pcount (LossBudget: fewer only where that path reported
+    the losses), and within each interval paired equals the histograms' total; -v
+    says which path ran. --max-keys 64 (64 buckets) puts keys in one bucket."""
+    paths = {"batch": None, "batch-count=1": "batch-count=1", "no-batch": "no-batch"}
+    said = {"batch": "keyed maps read in batches",
+            "batch-count=1": "keyed maps read in batches",
+            "no-batch": "keyed maps read key by key (LATHIST_TEST=no-batch)"}
+    work = Workload("mix", CPU, 2, 1, 2000)
+    pid = work.start()
+    tools = {name: Lathist("runq", "-f", "json", "-v", "-i", "0.2", "--per-thread",
+                           "--max-keys", "64", "-p", str(pid), test=hook).start()
+             for name, hook in paths.items()}
+    work.go()
+    rows = work.wait()
+    for name, tool in tools.items():
+        rc, out, err = tool.stop()
+        check(rc == 0, f"{name}: rc {rc}: {err[-2000:]}")
+        check(said[name] in err, f"{name}: -v does not say {said[name]!r}")
+        docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+        check(len(docs) >= 2, f"{name}: only {len(docs)} interval: no flip to test")
+        total = {}
+        for d in docs:
+            check(d["loss"]["paired"] == sum(h["count"] for h in d["histograms"]),
+                  f"{name}: interval {d['meta']['interval_index']}: paired "
+                  f"{d['loss']['paired']} != the histograms' total")
+            check(d["loss"]["hist_map_full"] == 0, f"{name}: map full: {d['loss']}")
+            for tid, t in by_id(per_task(d)).items():
+                total[tid] = total.get(tid, 0) + t["count"]
+        budget = LossBudget({"loss": {"lost": sum(d["loss"]["lost"] for d in docs)}})
+        for r in rows:
+            budget.check(total.get(r["tid"], 0), r["pcount"],
+                         f"{name}: tid {r['tid']} {r['role']} (intervals)")
+
+
 def test_per_process_and_per_cpu():
     """--per-process sums the threads; --per-cpu puts waits on the CPU they ended on."""
     rows, doc = traced(Workload("mix", CPU, 2, 1, 800), "--per-process")

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 #include "report.h"
 
 static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency", LH_SCOPE_EVENTS } };
@@ -255,6 +256,176 @@ static void test_find_hist_index(void **state)
 	assert_null(r.index);
 }
 
+/* lh_report_reset: the next interval's histograms get the last one's slot arrays,
+ * zeroed; counters, charges and counter rows start empty; find_hist sees no old key;
+ * lh_report_clear frees the spares. */
+static void test_reset_reuses_storage(void **state)
+{
+	struct lh_report r;
+	uint64_t *seen[64];
+	struct lh_key_charge c = { .pid = 7, .lost = 3 };
+	(void)state;
+
+	make_report(&r, NULL, 0, NULL);
+	for (int interval = 0; interval < 3; interval++) {
+		size_t reused = 0;
+
+		for (uint32_t i = 0; i < 64; i++) {
+			struct lh_key k = { .fields = LH_KEY_TID, .tid = i + 1 };
+			struct lh_hist *h = lh_report_add_hist(&r, "wakeup", &k);
+
+			assert_non_null(h);
+			assert_int_equal(h->nslots, lh_nslots(&r.meta.scheme));
+			for (uint32_t s = 0; s < h->nslots; s++)
+				assert_int_equal(h->slots[s], 0);
+			assert_int_equal(h->count + h->sum_ns + h->max_ns, 0);
+			for (int j = 0; interval && j < 64; j++)
+				reused += h->slots == seen[j];
+			h->slots[i % h->nslots] = 5;	/* dirty it for the next interval */
+			h->count = 5;
+		}
+		/* after make_report's total and 64 per tid, every tid's array from the
+		 * second interval on is one of the last interval's */
+		assert_int_equal(reused, interval ? 64 : 0);
+		for (size_t i = 0; i < 64; i++)
+			seen[i] = r.hists[r.nhists - 64 + i].slots;
+		r.counters[LH_EV_ENDS] = 9;
+		assert_int_equal(lh_report_charge(&r, &c), 0);
+		assert_non_null(lh_report_add_pmu(&r, &r.hists[0].key, 0));
+		lh_report_reset(&r);
+		assert_int_equal(r.nhists, 0);
+		assert_int_equal(r.npmu + r.ncharges + r.charged + r.counters[LH_EV_ENDS], 0);
+		assert_int_equal(r.nspare, 65);	/* 64 taken, 64 back, the total's kept */
+	}
+	{
+		struct lh_key k = { .fields = LH_KEY_TID, .tid = 1 };
+		struct lh_hist *h = lh_report_find_hist(&r, "wakeup", &k);
+
+		assert_non_null(h);
+		assert_int_equal(h->count, 0);	/* a new one, not the last interval's */
+		assert_int_equal(r.nhists, 1);
+	}
+	lh_report_clear(&r);
+	assert_null(r.spare);
+	assert_int_equal(r.nspare, 0);
+}
+
+/* json-c's bytes for the document doc: parsed, then written with the flags lathist's
+ * renderer follows (pretty, or one line). */
+static void assert_json_c_layout(const char *doc, bool compact)
+{
+	json_object *o = json_tokener_parse(doc);
+	const char *again;
+
+	assert_non_null(o);
+	again = json_object_to_json_string_ext(o, compact ?
+		JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE :
+		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+	assert_string_equal(doc, again);
+	json_object_put(o);
+}
+
+/* The histograms are written without json-c: the document is byte for byte what json-c
+ * writes for it, pretty and on one line, over every kind of member a histogram has
+ * (key fields of every grouping, names to escape, bytes, lost events with bounds and
+ * nulls, an empty histogram, the unbounded slot, 64-bit counts), and none. */
+static void test_json_layout_is_json_c(void **state)
+{
+	uint64_t ns[] = { 0, 1500, 256000, 256001, 9000000 };
+	struct lh_key t = { .fields = LH_KEY_TID | LH_KEY_PID | LH_KEY_COMM, .tid = 12, .pid = 10,
+			    .birth_ns = 123456789 };
+	struct lh_key d = { .fields = LH_KEY_DISK | LH_KEY_OP | LH_KEY_PID | LH_KEY_COMM,
+			    .pid = 4294967295U, .birth_ns = 1 };
+	struct lh_key g = { .fields = LH_KEY_CGROUP, .cgroup_id = 18446744073709551615ULL };
+	struct lh_key c = { .fields = LH_KEY_CPU, .cpu = 3 };
+	struct lh_key_charge charge = { .pid = 10, .tid = 12, .birth_ns = 123456789, .lost = 7 };
+	struct lh_report r;
+	struct lh_hist *h;
+	(void)state;
+
+	for (int round = 0; round < 2; round++) {
+		make_report(&r, round ? ns : NULL, round ? 5 : 0, NULL);
+		if (round) {
+			memcpy(t.comm, "a\"b\\c/\x01\x7f", 8);
+			snprintf(d.disk, sizeof(d.disk), "nvme0n1");
+			snprintf(d.op, sizeof(d.op), "write");
+			g.cgroup = lh_cgroup_intern(g.cgroup_id, "/sys.slice/a \"b\"\\/\n");
+			r.meta.has_bytes = true;
+			assert_non_null(h = lh_report_add_hist(&r, "wakeup", &t));
+			h->slots[3] = 2;
+			h->slots[h->nslots - 1] = 18446744073709551615ULL;
+			h->count = 18446744073709551615ULL;
+			h->sum_ns = h->max_ns = 18446744073709551615ULL;
+			h->bytes = 4096;
+			assert_non_null(lh_report_add_hist(&r, "wakeup", &d));	/* empty */
+			assert_non_null(h = lh_report_add_hist(&r, "wakeup", &g));
+			h->slots[0] = h->count = 1;
+			assert_non_null(h = lh_report_add_hist(&r, "wakeup", &c));
+			h->slots[10] = h->count = 3;
+			h->sum_ns = 3 * 1024000;
+			h->max_ns = 1024000;
+			r.counters[LH_LOSS_UNPAIRED] = 5;	/* lost events: bounds and nulls */
+			assert_int_equal(lh_report_charge(&r, &charge), 0);
+			lh_report_sort(&r);
+		} else {
+			lh_report_reset(&r);	/* no histogram at all */
+		}
+		for (int compact = 0; compact < 2; compact++) {
+			char *doc = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&doc, &len);
+
+			assert_non_null(f);
+			assert_int_equal(lh_render_json_file(f, &r, compact), 0);
+			fclose(f);
+			assert_json_c_layout(doc, compact);
+			free(doc);
+		}
+		lh_report_clear(&r);
+	}
+}
+
+/* lh_report_accumulate's counter rows (cumulative metrics with --counters): a row adds
+ * into the one of the same key and event, others are appended, over thousands of keys
+ * (matched through a hash table, not a scan of every row per row). */
+static void test_accumulate_counter_rows(void **state)
+{
+	struct lh_report cum, r;
+	(void)state;
+
+	make_report(&cum, NULL, 0, NULL);
+	for (int interval = 0; interval < 3; interval++) {
+		make_report(&r, NULL, 0, NULL);
+		/* interval k has tids k*1000 .. k*1000 + 2999: 2000 seen before, 1000 new */
+		for (uint32_t i = 0; i < 3000; i++) {
+			struct lh_key k = { .fields = LH_KEY_TID | LH_KEY_PID, .pid = 1,
+					    .tid = (uint32_t)interval * 1000 + i };
+
+			for (int e = 0; e < 2; e++) {
+				struct lh_pmu_row *w = lh_report_add_pmu(&r, &k, e);
+
+				assert_non_null(w);
+				w->raw = 10 + (uint64_t)e;
+				w->slices = 1;
+			}
+		}
+		assert_int_equal(lh_report_accumulate(&cum, &r), 0);
+		lh_report_clear(&r);
+	}
+	/* tids 0..4999, two rows each; tid t was in intervals max(0, t/1000 - 2) .. min(2,
+	 * t/1000) */
+	assert_int_equal(cum.npmu, 2 * 5000);
+	for (size_t i = 0; i < cum.npmu; i++) {
+		const struct lh_pmu_row *w = &cum.pmu[i];
+		uint32_t t = w->key.tid / 1000;
+		uint64_t times = (t < 2 ? t : 2) - (t > 2 ? t - 2 : 0) + 1;
+
+		assert_int_equal(w->slices, times);
+		assert_int_equal(w->raw, times * (10 + (uint64_t)w->event));
+	}
+	lh_report_clear(&cum);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +434,9 @@ int main(void)
 		cmocka_unit_test(test_label_and_csv_escaping),
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
+		cmocka_unit_test(test_reset_reuses_storage),
+		cmocka_unit_test(test_json_layout_is_json_c),
+		cmocka_unit_test(test_accumulate_counter_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
