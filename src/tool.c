@@ -61,18 +61,24 @@ static int render_fd(int fd, void *ctx)
 	return err;
 }
 
+/* Say that output could not be replaced (err: lh_write_atomic's); returns err. */
+static int write_failed(const char *who, const char *output, int err)
+{
+	if (err)
+		fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
+			"is unchanged)\n", who, output,
+			err == -EINVAL ? "it is no longer a regular file" :
+			err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
+	return err;
+}
+
 int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len)
 {
 	int err = 0;
 
 	errno = 0;
 	if (output) {
-		err = lh_write_atomic(output, buf, len);
-		if (err)
-			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
-				"is unchanged)\n", who, output,
-				err == -EINVAL ? "it is no longer a regular file" :
-				err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
+		err = write_failed(who, output, lh_write_atomic(output, buf, len));
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
 		err = errno ? -errno : -EIO;
 		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", who,
@@ -130,13 +136,7 @@ int lh_emit(const struct lh_report *r, const struct lh_common_opts *o)
 
 	if (o->output) {	/* written as it is rendered: a large report is not held */
 		errno = 0;
-		err = lh_write_atomic_with(o->output, render_fd, &e);
-		if (err)
-			fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
-				"is unchanged)\n", who, o->output,
-				err == -EINVAL ? "it is no longer a regular file" :
-				err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
-		return err;
+		return write_failed(who, o->output, lh_write_atomic_with(o->output, render_fd, &e));
 	}
 	/* stdout: each document in one write, so interval lines never tear */
 	doc.len = 0;
