@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +10,6 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include "bpfcommon.h"
-#include "cli.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -281,59 +279,6 @@ uint64_t lh_map_memlock(int map_fd)
 			break;
 	fclose(f);
 	return v;
-}
-
-/* Processes in /proc (this pid namespace's), 0 when it cannot be read. */
-static uint32_t count_processes(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	uint32_t n = 0;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d)))
-		if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
-			n++;
-	closedir(d);
-	return n;
-}
-
-/* The kernel's thread count (nr_threads: /proc/loadavg "R/T"), 0 unknown. */
-static uint32_t count_threads(void)
-{
-	FILE *f = fopen("/proc/loadavg", "r");
-	unsigned int running, total = 0;
-
-	if (f) {
-		if (fscanf(f, "%*s %*s %*s %u/%u", &running, &total) != 2)
-			total = 0;
-		fclose(f);
-	}
-	return total;
-}
-
-uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
-			  uint32_t fallback, uint32_t *keys)
-{
-	uint64_t k = 1, n;
-
-	/* in a PID namespace of its own /proc shows the container's processes, and
-	 * the programs see the host's: its threads (loadavg's count is not
-	 * namespaced) bound those */
-	if (unit == LH_KEYS_PROCESSES && !lh_in_init_pidns())
-		unit = LH_KEYS_THREADS;
-	if (unit != LH_KEYS_FEW) {
-		k = unit == LH_KEYS_THREADS ? count_threads() : count_processes();
-		if (!k) {	/* unknown: the fixed size lathist had */
-			*keys = 0;
-			return fallback;
-		}
-	}
-	k *= mult ? mult : 1;
-	*keys = k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
-	n = k * per_key * 3 / 2 + 1024;
-	return n > (1U << 24) ? 1U << 24 : (uint32_t)n;
 }
 
 bool lh_prealloc_if_small(struct bpf_map *map, uint32_t entries, size_t value_size)

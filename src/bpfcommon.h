@@ -96,23 +96,6 @@ void lh_wait_for_bpf_readers(void);
  */
 bool lh_prealloc_if_small(struct bpf_map *map, uint32_t entries, size_t value_size);
 
-/* What a keyed map's keys are, for lh_auto_max_keys. */
-enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };
-
-/*
- * Entries of a keyed histogram map when --max-keys is not given, sized to the
- * machine now: per_key histograms (map entries) for each of its keys (the
- * kernel's thread count, /proc/loadavg's nr_threads, which is not namespaced;
- * or the processes in /proc, or outside the initial PID namespace the host's
- * threads again; times mult, e.g. disks), half again for keys born while
- * tracing and for the interval flip (both halves hold entries until the old
- * one is read), plus 1024; at most 1 << 24. fallback when the count cannot
- * be read (*keys 0). A key past it is counted (hist_map_full), never lost
- * unseen. *keys gets the keys counted.
- */
-uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
-			  uint32_t fallback, uint32_t *keys);
-
 /* memlock bytes of a map from /proc/self/fdinfo (0 if unknown). */
 uint64_t lh_map_memlock(int map_fd);
 
