@@ -99,9 +99,11 @@ enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };
  * or the processes in /proc, or outside the initial PID namespace the host's
  * threads again; times mult, e.g. disks), half again for keys born while
  * tracing and for the interval flip (both halves hold entries until the old
- * one is read), plus 1024; at most 1 << 24. fallback when the count cannot
- * be read (*keys 0). A key past it is counted (hist_map_full), never lost
- * unseen. *keys gets the keys counted.
+ * one is read), plus 1024; never below fallback (the fixed size lathist had:
+ * without -i every key seen stays until the end, and a churn of short
+ * threads makes more than the host has at once), which is also the size when
+ * the count cannot be read (*keys 0); at most 1 << 24. A key past it is
+ * counted (hist_map_full), never lost unseen. *keys gets the keys counted.
  */
 uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
 			  uint32_t fallback, uint32_t *keys);

@@ -449,7 +449,7 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), 10240, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now, x 1.5 + "
-				"1024\n" : "--max-keys: %u entries (the keys could not be counted)\n",
+				"1024, at least 10240\n" : "--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys);
 	}
 	if (!max_requests) {

@@ -341,7 +341,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, 10240, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now (threads "
-				"or processes), %u histograms each, x 1.5 + 1024\n" :
+				"or processes), %u histograms each, x 1.5 + 1024, at least 10240\n" :
 				"--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys, o->oncpu ? 3 : 2);
 	}
@@ -371,7 +371,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, 32768, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-tasks: %u entries, for the %u threads now, x "
-				"1.5 + 1024\n" : "--max-tasks: %u entries (the threads could not "
+				"1.5 + 1024, at least 32768\n" : "--max-tasks: %u entries (the threads could not "
 				"be counted)\n", max_tasks, keys);
 	}
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : max_tasks);
