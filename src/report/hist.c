@@ -62,6 +62,8 @@ void lh_hist_add_raw(struct lh_hist *h, const void *raw)
 	const uint64_t *slots = (const uint64_t *)(head + 1);
 
 	for (uint32_t i = 0; i < h->nslots; i++) {
+		if (!slots[i])		/* most are: a key's events fill a few slots */
+			continue;
 		h->slots[i] = lh_add_sat(h->slots[i], slots[i]);
 		h->count = lh_add_sat(h->count, slots[i]);
 	}

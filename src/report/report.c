@@ -75,10 +75,13 @@ static int name_rank(const char *name)
 static int hist_cmp(const void *pa, const void *pb)
 {
 	const struct lh_hist *a = pa, *b = pb;
-	int ra = name_rank(a->name), rb = name_rank(b->name);
 
-	if (ra != rb)
-		return ra < rb ? -1 : 1;
+	if (strcmp(a->name, b->name)) {		/* the same name has the same rank */
+		int ra = name_rank(a->name), rb = name_rank(b->name);
+
+		if (ra != rb)
+			return ra < rb ? -1 : 1;
+	}
 	return key_cmp(&a->key, &b->key);
 }
 
@@ -309,15 +312,47 @@ uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *ke
 	return c ? c->lost : 0;
 }
 
+/* v in decimal at p; returns the end. */
+static char *dec(char *p, uint64_t v)
+{
+	char d[20];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
 const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
 {
 	uint64_t lo = lh_slot_lo((uint32_t)s, m->scheme.precision);
 	uint64_t hi = lh_slot_hi((uint32_t)s, m->scheme.precision);
+	char t[48], *p = t;	/* "(lo, hi]": at most 2 x 20 digits and 4 */
+	size_t n;
 
-	if (hi == UINT64_MAX)
-		snprintf(buf, len, "(%" PRIu64 ", inf)", lo);
-	else
-		snprintf(buf, len, "%c%" PRIu64 ", %" PRIu64 "]", s ? '(' : '[', lo, hi);
+	/* "(%" PRIu64 ", inf)" or "%c%" PRIu64 ", %" PRIu64 "]", by hand: the text output
+	 * prints four per histogram */
+	*p++ = hi != UINT64_MAX && !s ? '[' : '(';
+	p = dec(p, lo);
+	*p++ = ',';
+	*p++ = ' ';
+	if (hi == UINT64_MAX) {
+		memcpy(p, "inf)", 4);
+		p += 4;
+	} else {
+		p = dec(p, hi);
+		*p++ = ']';
+	}
+	n = (size_t)(p - t);
+	if (len) {		/* as snprintf: what fits, and a NUL */
+		n = n < len - 1 ? n : len - 1;
+		memcpy(buf, t, n);
+		buf[n] = 0;
+	}
 	return buf;
 }
 
@@ -356,8 +391,10 @@ uint64_t lh_report_percentiles(const struct lh_report *r, const struct lh_hist *
 
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		out[i].slot = lh_hist_quantile_slot(h, lh_percentiles[i].permille);
-		if (lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &out[i].low,
-					    &out[i].high))
+		if (!lost)	/* nothing can move it: both bounds are its slot (-1 when empty) */
+			out[i].low = out[i].high = out[i].slot;
+		else if (lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &out[i].low,
+						 &out[i].high))
 			out[i].low = out[i].high = -1;
 	}
 	return lost;

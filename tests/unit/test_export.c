@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Exports: OpenMetrics buckets at exact bounds (case C9), CSV quoting. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -426,6 +427,36 @@ static void test_accumulate_counter_rows(void **state)
 	lh_report_clear(&cum);
 }
 
+/* lh_slot_range formats by hand: the same text as snprintf's "(%lu, inf)" or
+ * "%c%lu, %lu]" for every slot of every precision, truncated as snprintf truncates. */
+static void test_slot_range_is_snprintf(void **state)
+{
+	struct lh_meta m = { .scheme = { .unit_ns = 1000 } };
+	(void)state;
+
+	for (uint32_t p = 0; p <= LH_MAX_PRECISION; p++) {
+		m.scheme.precision = p;
+		for (uint32_t s = 0; s < LH_NSLOTS(p); s++) {
+			uint64_t lo = lh_slot_lo(s, p), hi = lh_slot_hi(s, p);
+			char want[64], got[64];
+
+			if (hi == UINT64_MAX)
+				snprintf(want, sizeof(want), "(%" PRIu64 ", inf)", lo);
+			else
+				snprintf(want, sizeof(want), "%c%" PRIu64 ", %" PRIu64 "]",
+					 s ? '(' : '[', lo, hi);
+			for (size_t len = 1; len <= sizeof(got); len += 7) {
+				char cut[64];
+
+				memset(got, 'x', sizeof(got));
+				snprintf(cut, len, "%s", want);
+				assert_ptr_equal(lh_slot_range(got, len, (int)s, &m), got);
+				assert_string_equal(got, cut);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_reset_reuses_storage),
 		cmocka_unit_test(test_json_layout_is_json_c),
 		cmocka_unit_test(test_accumulate_counter_rows),
+		cmocka_unit_test(test_slot_range_is_snprintf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
