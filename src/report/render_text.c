@@ -50,6 +50,14 @@ static char *put_str(char *p, const char *s, int width)
 	return p + n;
 }
 
+/* v in decimal, as fprintf's %PRIu64 writes it. */
+static void fput_u64(FILE *f, uint64_t v)
+{
+	char d[20];
+
+	fwrite(d, 1, (size_t)(put_u64(d, v, 0, false) - d), f);
+}
+
 /*
  * One row of a histogram, "lo -> hi : count |stars|", formatted here rather
  * than by fprintf (a run with thousands of keys prints hundreds of thousands
@@ -87,29 +95,41 @@ static void print_key(FILE *f, const struct lh_key *k)
 		fputs("all tasks", f);
 		return;
 	}
+	/* fputs and fput_u64, not fprintf: thousands of keys an interval */
 	if (k->fields & LH_KEY_TID) {
-		fprintf(f, "%stid %" PRIu32, sep, k->tid);
+		fputs("tid ", f);
+		fput_u64(f, k->tid);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_PID) {
-		fprintf(f, "%spid %" PRIu32, sep, k->pid);
+		fputs(sep, f);
+		fputs("pid ", f);
+		fput_u64(f, k->pid);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_COMM) {
 		lh_printable(k->comm, sizeof(k->comm), comm, sizeof(comm));
-		fprintf(f, "%scomm %s", sep, comm[0] ? comm : "?");
+		fputs(sep, f);
+		fputs("comm ", f);
+		fputs(comm[0] ? comm : "?", f);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_CPU) {
-		fprintf(f, "%scpu %" PRIu32, sep, k->cpu);
+		fputs(sep, f);
+		fputs("cpu ", f);
+		fput_u64(f, k->cpu);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_DISK) {
-		fprintf(f, "%sdisk %s", sep, k->disk);
+		fputs(sep, f);
+		fputs("disk ", f);
+		fputs(k->disk, f);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_OP) {
-		fprintf(f, "%sop %s", sep, k->op);
+		fputs(sep, f);
+		fputs("op ", f);
+		fputs(k->op, f);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_CGROUP)
@@ -134,12 +154,17 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 	uint64_t lost = lh_report_percentiles(r, h, pct);
 	char a[64], b[160];
 
-	fprintf(f, "     count %" PRIu64 "  mean %.3f %s", h->count,
-		in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count, m->unit);
+	fputs("     count ", f);
+	fput_u64(f, h->count);
+	fprintf(f, "  mean %.3f %s", in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count,
+		m->unit);
 	if (!lost) {
-		for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
-			fprintf(f, "  %s %s", lh_percentiles[i].name,
-				lh_slot_range(a, sizeof(a), pct[i].slot, m));
+		for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+			fputs("  ", f);
+			fputs(lh_percentiles[i].name, f);
+			fputc(' ', f);
+			fputs(lh_slot_range(a, sizeof(a), pct[i].slot, m), f);
+		}
 		fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns),
 			m->unit);
 		return;
@@ -167,7 +192,11 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_report 
 	for (int i = 0; i < m->nkinds; i++)
 		if (!strcmp(m->kinds[i].name, h->name))
 			desc = m->kinds[i].desc;
-	fprintf(f, "\n%s: %s; ", h->name, desc);
+	fputc('\n', f);
+	fputs(h->name, f);
+	fputs(": ", f);
+	fputs(desc, f);
+	fputs("; ", f);
 	print_key(f, &h->key);
 	fputc('\n', f);
 	for (uint32_t i = 0; i < h->nslots; i++) {
@@ -187,8 +216,10 @@ static void print_hist(FILE *f, const struct lh_hist *h, const struct lh_report 
 			fputs("     (no events)\n", f);
 		return;
 	}
-	fprintf(f, "%*s%s %-*s : count    distribution\n", 5, "", unit_header(m->unit), 13,
-		"(lo, hi]");
+	/* "%*s%s %-*s : count    distribution\n" with 5, "", the header, 13, "(lo, hi]" */
+	fputs("     ", f);
+	fputs(unit_header(m->unit), f);
+	fputs(" (lo, hi]      : count    distribution\n", f);
 	/* a row "lo -> hi" holds lo < v <= hi (the first row also 0) */
 	for (int i = first; i <= last; i++)
 		print_row(f, lh_slot_lo((uint32_t)i, m->scheme.precision),
