@@ -20,8 +20,8 @@ each for BASE_LATHIST (`make bench-loader BASE=<git rev>` builds one in build/ba
 this) and the current build, ROUNDS (3) rounds, base first in odd rounds and current first
 in even ones. Prints per build the median with min and max, and the median of the
 per-round ratios current / base. For reference, libbpf-tools' `runqlat -L 1` (per thread,
-every second, into /dev/null) when /usr/sbin/runqlat is there. Also printed: the keys per
-interval (histograms of the last JSON interval) and that document's size, the context
+every second, into /dev/null) when /usr/sbin/runqlat is there. Also printed: the histograms
+of an interval (the JSON file's at the end of each measurement) and the file's size, the context
 switches per second, the CPU the load took, and the CPU that neither it nor the tracer took
 (other work on the machine) with the steal time: this VM kind is shared and noisy.
 
@@ -77,10 +77,11 @@ def vm_hwm_kib(pid):
     return 0
 
 
-def measure(cmd, ready, load_pid):
+def measure(cmd, ready, load_pid, out=None):
     """Start cmd (stdout to /dev/null), wait for ready on stderr (None: just the settle
     time), settle, measure; returns a dict of the figures. other: the CPU that neither
-    the tracer nor the load (load_pid) used, in % of one CPU: the machine's other work."""
+    the tracer nor the load (load_pid) used, in % of one CPU: the machine's other work;
+    keys: the histograms in out (the JSON file cmd writes) at the end."""
     hz = os.sysconf("SC_CLK_TCK")
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -99,6 +100,8 @@ def measure(cmd, ready, load_pid):
         st1, busy1, all1 = cpu_times()
         j1, c1, s1, w1 = proc_jiffies(load_pid), ctxt(), schedstat_ns(p.pid), time.monotonic()
         hwm = vm_hwm_kib(p.pid)
+        # an interval's document, whole: the file is replaced atomically
+        keys, size = (keys_in(out), os.path.getsize(out)) if out else (-1, 0)
     finally:
         p.send_signal(signal.SIGINT)
         try:
@@ -108,7 +111,7 @@ def measure(cmd, ready, load_pid):
             p.communicate()
     wall = w1 - w0
     cpu = 100 * (s1 - s0) / 1e9 / wall
-    return {"cpu": cpu, "rss": hwm / 1024, "switches": (c1 - c0) / wall,
+    return {"cpu": cpu, "rss": hwm / 1024, "switches": (c1 - c0) / wall, "keys": keys, "bytes": size,
             "load": 100 * (j1 - j0) / hz / wall,
             "other": 100 * (busy1 - busy0) / hz / wall - 100 * (j1 - j0) / hz / wall - cpu,
             "steal": 100 * (st1 - st0) / max(1, all1 - all0)}
@@ -151,12 +154,12 @@ def main():
             for mode, args in MODES.items():
                 for b in order:
                     cmd = [builds[b]] + [a if a is not None else out for a in args]
-                    r = measure(cmd, "Tracing", load.pid)
+                    r = measure(cmd, "Tracing", load.pid, out if mode == "json" else None)
                     res[(b, mode)].append(r)
                     noise.append(r)
                     if mode == "json":
-                        keys[b].append(keys_in(out))
-                        size = os.path.getsize(out)
+                        keys[b].append(r["keys"])
+                        size = r["bytes"]
             if os.access(RUNQLAT, os.X_OK):
                 ref.append(measure([RUNQLAT, "-L", "1"], None, load.pid))
             print(f"  round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
@@ -182,8 +185,8 @@ def main():
     if ref:
         print(f"{'runqlat':8} {'-L 1':8} {spread([r['cpu'] for r in ref]):>26} "
               f"{spread([r['rss'] for r in ref]):>26}")
-    print(f"\nkeys per interval (json, last interval): base {keys['base']}, "
-          f"current {keys['current']}; JSON document {size / 1e6:.1f} MB")
+    print(f"\nhistograms in an interval (json, at the end of each measurement): base "
+          f"{keys['base']}, current {keys['current']}; the last JSON document measured {size / 1e6:.1f} MB")
     print(f"the load (sleepers) used {spread([r['load'] for r in noise])} % of one CPU; "
           f"other work on the machine {spread([r['other'] for r in noise])} % of one CPU; "
           f"steal {spread([r['steal'] for r in noise])} % of CPU time")
