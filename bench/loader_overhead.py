@@ -134,6 +134,8 @@ def main():
     if os.geteuid() != 0 or len(sys.argv) != 2:
         sys.exit("usage (as root): bench/loader_overhead.py BASE_LATHIST")
     builds = {"base": os.path.abspath(sys.argv[1]), "current": LATHIST}
+    # SIGTERM ends the run through the finally below: the load stopped, the file removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("loader_overhead: terminated"))
     # the JSON file on tmpfs where there is one: no disk writeback beside the measurement
     tmp = tempfile.mkdtemp(prefix="lathist-loader-",
                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
