@@ -42,6 +42,33 @@ volatile __u64 lh_start_ns;
  * reads the other half, so no increment lands in a half being read. */
 volatile __u32 hist_buf;
 
+/* Entries the programs made in the keyed histogram maps (lh_hist_keyed), over
+ * the run. Once it reaches lh_drain_at (set by the loader at each flip: half
+ * the map on), one record in lathist_wake wakes the loader, which reads the
+ * half being written early and keeps it for the interval (session.c
+ * drain_due): short threads' keys never fill the map. */
+volatile __u64 lh_keys_made;
+volatile __u64 lh_drain_at = ~0ULL;
+volatile __u32 lh_drain_woken;	/* a wake sent since the last flip */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} lathist_wake SEC(".maps");
+
+/* Count a new keyed entry; past lh_drain_at, wake the loader (once a flip:
+ * another CPU may send a second one, which is harmless). */
+static __always_inline void lh_key_made(void)
+{
+	__u64 one = 1;
+
+	__sync_fetch_and_add(&lh_keys_made, 1);
+	if (lh_keys_made >= lh_drain_at && !lh_drain_woken) {
+		lh_drain_woken = 1;
+		bpf_ringbuf_output(&lathist_wake, &one, sizeof(one), BPF_RB_FORCE_WAKEUP);
+	}
+}
+
 /* One set of counters per interval buffer, so that an interval's counters and
  * histograms hold exactly the same events. */
 struct {
@@ -268,14 +295,16 @@ static __always_inline void *lh_map_add(void *map, const void *key, const void *
 	return bpf_map_lookup_elem(map, key);
 }
 
-/* Find or create the histogram for key in a per-CPU hash; NULL (with the
- * failure counted) when the map is full or out of memory. */
+/* Find or create the histogram for key in a per-CPU hash (a new entry is
+ * counted in lh_keys_made); NULL (with the failure counted) when the map is
+ * full or out of memory. */
 static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 							   struct lh_counters *c)
 {
 	struct lh_hist_head *h;
 	__u32 zero = 0;
 	void *init;
+	long err;
 
 	h = bpf_map_lookup_elem(map, key);
 	if (h)
@@ -283,7 +312,14 @@ static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 	init = bpf_map_lookup_elem(&lathist_zero_hist, &zero);
 	if (!init)
 		return NULL;
-	return lh_map_add(map, key, init, c, LH_LOSS_HIST_E2BIG);
+	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	if (!err)
+		lh_key_made();
+	else if (err != -EEXIST) {	/* another CPU adding it first is no failure */
+		lh_count_map_err(c, LH_LOSS_HIST_E2BIG, err);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
 }
 
 #endif /* LATHIST_BPF_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -281,6 +282,13 @@ static int collect(struct lh_session *s, bool last)
 	if (last)
 		*s->enabled = false;
 	*s->hist_buf = old ^ 1;
+	if (s->keys_made) {
+		s->keys_at_flip = *s->keys_made;
+		if (s->drain_keys) {	/* the next wake: half the map on */
+			*s->drain_at = s->keys_at_flip + s->drain_keys;
+			*s->drain_woken = 0;
+		}
+	}
 	lh_wait_for_bpf_readers();
 	if (s->report.records.on) {
 		/* records submitted until now; with programs still running, stop at
@@ -297,8 +305,50 @@ static int collect(struct lh_session *s, bool last)
 		lh_report_sort(&s->report);
 	if (!err && s->c->anonymize)
 		lh_anon_report(&s->anon, &s->report);
-	if (!err && s->c->interval_ns)
-		update_trend(s);
+	return err;
+}
+
+/*
+ * Has the half being written made drain_keys entries in the keyed maps since
+ * the last flip? Without -i every key that had an event stays in the map
+ * until the end, so a churn of short threads (a build, a shell loop) would
+ * fill a map sized to the threads alive at the start: past half of it, the
+ * half is read early (drain) and the map starts again empty.
+ */
+static bool drain_due(const struct lh_session *s)
+{
+	return s->drain_keys && s->keys_made && *s->keys_made - s->keys_at_flip >= s->drain_keys;
+}
+
+
+/* Read the half being written now and keep it in s->held for the end of the
+ * interval (0 or a negative errno). */
+static int drain(struct lh_session *s)
+{
+	int err;
+
+	lh_report_reset(&s->report);
+	err = collect(s, false);
+	if (err)
+		return err;
+	if (!s->held_any)
+		s->held.meta = s->report.meta;	/* shared, as s->cum's: freed once */
+	s->held_any = true;
+	s->ndrains++;
+	return lh_report_accumulate(&s->held, &s->report);
+}
+
+/* The interval's aggregate: its last read (s->report) and the halves drained
+ * before it. */
+static int merge_held(struct lh_session *s)
+{
+	int err;
+
+	if (!s->held_any)
+		return 0;
+	err = lh_report_accumulate(&s->report, &s->held);
+	lh_report_reset(&s->held);
+	s->held_any = false;
 	return err;
 }
 
@@ -317,14 +367,19 @@ static void wait_until(struct lh_session *s, uint64_t deadline_ns)
 		.tv_nsec = (long)(deadline_ns % 1000000000ULL),
 	};
 
-	if (!s->report.records.on) {
-		while (!exiting &&
-		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+	if (s->report.records.on) {	/* the wake ring is the recorder's too */
+		while (!exiting && !records_reader_gone(s) && !drain_due(s) &&
+		       lh_now_ns() < deadline_ns)
+			lh_recorder_poll(&s->recorder, deadline_ns);
 		return;
 	}
-	while (!exiting && !records_reader_gone(s) && lh_now_ns() < deadline_ns)
-		lh_recorder_poll(&s->recorder, deadline_ns);
+	if (s->wake_rb) {
+		for (uint64_t now; !exiting && !drain_due(s) && (now = lh_now_ns()) < deadline_ns;)
+			ring_buffer__poll(s->wake_rb, (int)((deadline_ns - now + 999999) / 1000000));
+		return;
+	}
+	while (!exiting && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 /*
@@ -392,6 +447,38 @@ static void watch_exit(struct lh_session *s, uint64_t now, uint64_t start, uint6
 		c->watch_thread ? "thread" : "process", c->watch_tid, (double)(now - start) / 1e9);
 }
 
+static int read_failed(const struct lh_session *s, int err)
+{
+	fprintf(stderr, "lathist %s: reading the histograms failed: %s\n", s->report.meta.tool,
+		strerror(-err));
+	return err;
+}
+
+static int on_wake(void *ctx, void *data, size_t size)
+{
+	return 0;	/* drain_due says what to do */
+}
+
+/*
+ * The programs' wake (lathist_wake) into wait_until's poll: the recorder's ring
+ * buffer set with --slower-than, else one of its own. Without it (it cannot be
+ * opened) drain_due is still looked at once a second, and a burst of keys past
+ * the map's size in between is counted (hist_map_full).
+ */
+static void wake_open(struct lh_session *s)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(s->obj, "lathist_wake");
+
+	if (!s->drain_keys || !s->keys_made || !m)
+		return;
+	*s->drain_at = s->keys_at_flip + s->drain_keys;
+	if (s->report.records.on) {	/* on failure, looked at once a second */
+		ring_buffer__add(s->recorder.rb, bpf_map__fd(m), on_wake, s);
+		return;
+	}
+	s->wake_rb = ring_buffer__new(bpf_map__fd(m), on_wake, s, NULL);
+}
+
 int lh_session_run(struct lh_session *s)
 {
 	const struct lh_common_opts *c = s->c;
@@ -403,6 +490,7 @@ int lh_session_run(struct lh_session *s)
 
 	lh_usage_sample(&u0);
 	prev = u0;
+	wake_open(s);
 
 	for (;;) {
 		uint64_t now, wake = UINT64_MAX;
@@ -421,15 +509,20 @@ int lh_session_run(struct lh_session *s)
 		watch_exit(s, now, start, real);
 		last = exiting || (end && now >= end) || records_reader_gone(s);
 		due = c->interval_ns && now >= begin + c->interval_ns;
-		if (!last && !due)
+		if (!last && !due) {
+			err = drain_due(s) ? drain(s) : 0;
+			if (err)
+				return read_failed(s, err);
 			continue;
+		}
 		lh_report_reset(&s->report);	/* its storage is the next interval's */
 		err = collect(s, last);
-		if (err) {
-			fprintf(stderr, "lathist %s: reading the histograms failed: %s\n",
-				s->report.meta.tool, strerror(-err));
-			return err;
-		}
+		if (!err)
+			err = merge_held(s);
+		if (!err && c->interval_ns)
+			update_trend(s);
+		if (err)
+			return read_failed(s, err);
 		s->report.meta.start_realtime_ns = real + (begin - start);
 		s->report.meta.duration_ns = now - begin;
 		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
@@ -481,6 +574,7 @@ void lh_session_free(struct lh_session *s)
 {
 	lh_report_clear(&s->report);
 	lh_report_clear(&s->cum);
+	lh_report_clear(&s->held);	/* its meta is s->report's */
 	json_object_put(s->report.meta.context);	/* s->cum.meta's is the same */
 	s->report.meta.context = s->cum.meta.context = NULL;
 	free(s->percpu_buf);
@@ -491,6 +585,8 @@ void lh_session_free(struct lh_session *s)
 	free(s->keyed.tok);
 	memset(&s->keyed, 0, sizeof(s->keyed));
 	lh_recorder_close(&s->recorder);
+	ring_buffer__free(s->wake_rb);
+	s->wake_rb = NULL;
 	lh_lines_close(&s->series);
 	free(s->trend_events);
 	free(s->trend_lost);
@@ -507,6 +603,10 @@ int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
 	else if (!lh_session_loaded(s, obj, value_size) && !attach(skel, s->c->verbose)) {
 		lh_session_attached(s, what);
 		rc = lh_session_run(s) ? LH_EXIT_RUNTIME : LH_EXIT_OK;
+		if (s->c->verbose && s->ndrains)
+			fprintf(stderr, "lathist %s: keyed maps read early %" PRIu64 " times (the half "
+				"being written had made %" PRIu64 " entries, half the map)\n",
+				s->report.meta.tool, s->ndrains, s->drain_keys);
 	}
 	lh_session_free(s);
 	return rc;

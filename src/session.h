@@ -63,6 +63,17 @@ struct lh_session {
 	size_t ntrend;
 	uint64_t prog_misses;		/* the programs' recursion_misses at the last read */
 	struct lh_keyed_read keyed;	/* lh_read_keyed */
+	/* Keyed maps read early (drain_due in session.c): the object's .bss
+	 * lh_keys_made (entries made over the run), its value at the last flip,
+	 * and how many the half being written may make before it is read early
+	 * (set by the tool: half its keyed map; 0 = never). The halves read early
+	 * wait in held for the end of their interval. */
+	volatile unsigned long long *keys_made, *drain_at;
+	volatile uint32_t *drain_woken;
+	struct ring_buffer *wake_rb;	/* lathist_wake: its records end wait_until */
+	uint64_t keys_at_flip, drain_keys, ndrains;
+	struct lh_report held;
+	bool held_any;
 };
 
 /*
@@ -98,6 +109,9 @@ bool lh_session_exiting(void);
 		(s)->hist_buf = &(skel)->bss->hist_buf;   \
 		(s)->enabled = &(skel)->bss->lh_enabled;  \
 		(s)->start_ns = &(skel)->bss->lh_start_ns; \
+		(s)->keys_made = &(skel)->bss->lh_keys_made; \
+		(s)->drain_at = &(skel)->data->lh_drain_at; \
+		(s)->drain_woken = &(skel)->bss->lh_drain_woken; \
 	} while (0)
 
 /* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters);

@@ -402,7 +402,7 @@ static uint32_t count_threads(void)
 }
 
 uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
-			  uint32_t fallback, uint32_t *keys)
+			  uint32_t fallback, uint32_t floor, uint32_t *keys)
 {
 	uint64_t k = 1, n;
 
@@ -421,10 +421,7 @@ uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult
 	k *= mult ? mult : 1;
 	*keys = k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
 	n = k * per_key * 3 / 2 + 1024;
-	/* never below the fixed size: without -i every key that ever had an event
-	 * stays until the end, and a churn of short threads or processes makes
-	 * many more than the host has at any one time */
-	if (n < fallback)
-		n = fallback;
+	if (n < floor)
+		n = floor;
 	return n > (1U << 24) ? 1U << 24 : (uint32_t)n;
 }

@@ -93,19 +93,19 @@ void lh_bad_option(const char *tool, int opt, char **argv);
 enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };
 
 /*
- * Entries of a keyed histogram map when --max-keys is not given, sized to the
- * machine now: per_key histograms (map entries) for each of its keys (the
- * kernel's thread count, /proc/loadavg's nr_threads, which is not namespaced;
- * or the processes in /proc, or outside the initial PID namespace the host's
- * threads again; times mult, e.g. disks), half again for keys born while
- * tracing and for the interval flip (both halves hold entries until the old
- * one is read), plus 1024; never below fallback (the fixed size lathist had:
- * without -i every key seen stays until the end, and a churn of short
- * threads makes more than the host has at once), which is also the size when
- * the count cannot be read (*keys 0); at most 1 << 24. A key past it is
+ * Entries of a keyed map when its size is not given, sized to the machine
+ * now: per_key entries for each of its keys (the kernel's thread count,
+ * /proc/loadavg's nr_threads, which is not namespaced; or the processes in
+ * /proc, or outside the initial PID namespace the host's threads again; times
+ * mult, e.g. disks), half again for keys born while tracing and for the
+ * interval flip (both halves hold entries until the old one is read), plus
+ * 1024; never below floor (0: none). A churn of short threads makes more keys
+ * than the host has at once: the keyed histogram maps are read early when half
+ * full for that (session.c drain_due), and need no floor. fallback is the size
+ * when the count cannot be read (*keys 0); at most 1 << 24. A key past it is
  * counted (hist_map_full), never lost unseen. *keys gets the keys counted.
  */
 uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
-			  uint32_t fallback, uint32_t *keys);
+			  uint32_t fallback, uint32_t floor, uint32_t *keys);
 
 #endif /* LATHIST_TOOL_H */

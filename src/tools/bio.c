@@ -446,10 +446,10 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 
 		max_keys = lh_auto_max_keys(procs ? LH_KEYS_PROCESSES : LH_KEYS_FEW, 1,
 					    (o->group & BIO_GROUP_DISK ? count_disks() : 1) *
-					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), 10240, &keys);
+					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), 10240, 0, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now, x 1.5 + "
-				"1024, at least 10240\n" : "--max-keys: %u entries (the keys could not be counted)\n",
+				"1024\n" : "--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys);
 	}
 	if (!max_requests) {
@@ -849,8 +849,10 @@ static int bio_main(int argc, char **argv)
 			 "(missed_completion)", x.plan.sweep_err == -EOPNOTSUPP ?
 			 "bpf_for_each_map_elem, 5.13+, is missing" : strerror(-x.plan.sweep_err));
 	unseen_start(&x);
-	if (!err)
+	if (!err) {
 		LH_SESSION_BIND(&s, x.skel);
+		s.drain_keys = bpf_map__max_entries(x.skel->maps.bio_hist) / 2;	/* drain_due */
+	}
 	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));
 	rc = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);
 out:

@@ -161,6 +161,29 @@ def test_idle_tasks_never_paired():
             check(doc["loss"]["negative_delta"] == 0, f"negative deltas: {doc['loss']}")
 
 
+def check_short_threads(rows, per_thread, pid, budget, n):
+    """runqwork churn's n short threads of process pid: one key each (per_task of a
+    --per-thread document), its wait count schedstat's pcount (LossBudget)."""
+    shorts = [r for r in rows if r["role"] == "short"]
+    check(len(shorts) == n, f"{len(shorts)} short threads reported")
+    # a tid may come back within the run (pid_max wraps): one key per task, in birth order
+    by_tid = {}
+    for r in sorted(shorts, key=lambda r: r["index"]):
+        by_tid.setdefault(r["tid"], []).append(r)
+    for tid, tasks in by_tid.items():
+        keys = sorted((k[1], v) for k, v in per_thread.items()
+                      if k[0] == tid and v["kinds"] and
+                      next(iter(v["kinds"].values()))["key"]["pid"] == pid)
+        if not keys:	# every wait of the thread lost: only if the tool said so
+            for r in tasks:
+                budget.check(0, r["pcount"], f"short thread {tid} (no key)")
+            continue
+        check(len(keys) == len(tasks),
+              f"short thread tid {tid}: {len(keys)} keys for {len(tasks)} threads")
+        for (_, v), r in zip(keys, tasks):
+            budget.check(v["count"], r["pcount"], f"short thread {tid}")
+
+
 def churn(attach):
     """C3: 2000 short threads while a sleeper lives on, and 5 processes that take the
     same pid one after the other: never merged, no stale start."""
@@ -183,24 +206,7 @@ def churn(attach):
         # few losses per thousand events here; more than that is a fault of ours
         check(d["loss"]["lost"] <= 0.005 * d["loss"]["events"], f"losses {d['loss']}")
 
-    shorts = [r for r in rows if r["role"] == "short"]
-    check(len(shorts) == 2000, f"{len(shorts)} short threads reported")
-    # a tid may come back within the run (pid_max wraps): one key per task, in birth order
-    by_tid = {}
-    for r in sorted(shorts, key=lambda r: r["index"]):
-        by_tid.setdefault(r["tid"], []).append(r)
-    for tid, tasks in by_tid.items():
-        keys = sorted((k[1], v) for k, v in per_thread.items()
-                      if k[0] == tid and v["kinds"] and
-                      next(iter(v["kinds"].values()))["key"]["pid"] == pid)
-        if not keys:	# every wait of the thread lost: only if the tool said so
-            for r in tasks:
-                budgets[0].check(0, r["pcount"], f"short thread {tid} (no key)")
-            continue
-        check(len(keys) == len(tasks),
-              f"short thread tid {tid}: {len(keys)} keys for {len(tasks)} threads")
-        for (_, v), r in zip(keys, tasks):
-            budgets[0].check(v["count"], r["pcount"], f"short thread {tid}")
+    check_short_threads(rows, per_thread, pid, budgets[0], 2000)
 
     sleeper = next(r for r in rows if r["role"] == "sleeper")
     s = [v for k, v in per_thread.items() if k[0] == sleeper["tid"]]
@@ -706,9 +712,9 @@ def nr_processes():
 
 def test_keyed_maps_sized_to_the_machine():
     """Without --max-keys / --max-tasks the keyed maps hold kinds x keys x 1.5 + 1024
-    entries (never fewer than the fixed 10240 / 32768 they had: a churn of short threads
-    leaves keys until the end) for the threads (or processes) the kernel has when tracing
-    starts: read here
+    entries (the raw_tp pid map never fewer than the fixed 32768 it had; the histogram
+    maps are read early when half full instead, test_keyed_maps_read_early) for the
+    threads (or processes) the kernel has when tracing starts: read here
     from /proc while lathist starts (it reads them once), the map sizes in meta.maps fall
     between those of the fewest and the most seen."""
     for args, count, map_name, per_key in (
@@ -728,7 +734,7 @@ def test_keyed_maps_sized_to_the_machine():
         t.join()
         check(rc == 0, f"{args}: {err}")
         maps = {m["name"]: m["max_entries"] for m in json.loads(out)["meta"]["maps"]}
-        floor = 32768 if map_name == "runq_pid_start" else 10240	# the fixed sizes before
+        floor = 32768 if map_name == "runq_pid_start" else 0	# the fixed size before
         want = [max(floor, k * per_key * 3 // 2 + 1024) for k in (min(seen), max(seen))]
         check(want[0] <= maps[map_name] <= want[1],
               f"{args}: {map_name} {maps[map_name]} entries, want {want} "
@@ -738,6 +744,29 @@ def test_keyed_maps_sized_to_the_machine():
     rc, out, err = run("runq", "-d", "0.2", "-f", "json", "--per-thread", "--max-keys", "777")
     check(rc == 0 and {m["name"]: m["max_entries"] for m in json.loads(out)["meta"]["maps"]}
           ["runq_hist_keyed"] == 777, f"--max-keys 777: {err}")
+
+
+def test_keyed_maps_read_early():
+    """3000 short threads come and go, more keys than --max-keys 1000 holds: without -i
+    the half being written is read early each time it has made 500 entries (-v says how
+    often: 3000 keys at least, 1000 at most a read), so no key is refused (hist_map_full 0), and
+    every thread has its one key with schedstat's wait count, as in the churn test."""
+    work = Workload("churn", 3000, 1)
+    pid = work.start()
+    tool = Lathist("runq", "-f", "json", "--per-thread", "--max-keys", "1000", "-v",
+                   "-p", str(pid)).start()
+    work.go()
+    rows = work.wait()
+    rc, out, err = tool.stop()
+    check(rc == 0, f"lathist rc {rc}: {err}")
+    doc = json.loads(out)
+    early = re.findall(r"keyed maps read early (\d+) times \(the half being written had "
+                       r"made (\d+) entries", err)
+    # each read holds at most the map's 1000 entries: 3000 keys take 3 reads or more
+    check(len(early) == 1 and early[0][1] == "500" and int(early[0][0]) >= 2,
+          f"-v said {early}: want at least 2 early reads of 500 entries or more")
+    check(doc["loss"]["hist_map_full"] == 0, f"keys refused: {doc['loss']}")
+    check_short_threads(rows, per_task(doc), pid, LossBudget(doc), 3000)
 
 
 def test_storage_made_before_tracing():
