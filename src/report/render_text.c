@@ -6,6 +6,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "pmu_user.h"
+#include "recline.h"
 #include "report.h"
 
 #define STARS 40
@@ -147,6 +148,20 @@ static double in_unit(uint64_t ns, uint64_t unit_ns)
  * that could have belonged to h, each percentile's bounds (all L below, all L
  * above) on a line of its own, and whether L can move it.
  */
+/* v as printf's "%.3f" (lh_line_fixed, exact: thousands of keys an interval). */
+static void fput_fixed3(FILE *f, double v)
+{
+	char d[64];
+	struct lh_line l;
+
+	lh_line_init(&l, d, sizeof(d));
+	lh_line_fixed(&l, v, 3, 0);
+	if (l.kept == l.len)
+		fwrite(d, 1, l.len, f);
+	else
+		fprintf(f, "%.3f", v);	/* longer than d: never for a double below 2^64 */
+}
+
 static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report *r)
 {
 	const struct lh_meta *m = &r->meta;
@@ -156,8 +171,10 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 
 	fputs("     count ", f);
 	fput_u64(f, h->count);
-	fprintf(f, "  mean %.3f %s", in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count,
-		m->unit);
+	fputs("  mean ", f);
+	fput_fixed3(f, in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count);
+	fputc(' ', f);
+	fputs(m->unit, f);
 	if (!lost) {
 		for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 			fputs("  ", f);
@@ -165,8 +182,13 @@ static void print_stats(FILE *f, const struct lh_hist *h, const struct lh_report
 			fputc(' ', f);
 			fputs(lh_slot_range(a, sizeof(a), pct[i].slot, m), f);
 		}
-		fprintf(f, " %s  max %.3f %s\n", m->unit, in_unit(h->max_ns, m->scheme.unit_ns),
-			m->unit);
+		fputc(' ', f);
+		fputs(m->unit, f);
+		fputs("  max ", f);
+		fput_fixed3(f, in_unit(h->max_ns, m->scheme.unit_ns));
+		fputc(' ', f);
+		fputs(m->unit, f);
+		fputc('\n', f);
 		return;
 	}
 	fprintf(f, "  max %.3f %s (%" PRIu64 " lost: could be longer)\n",
