@@ -49,23 +49,25 @@ volatile __u32 hist_buf;
  * drain_due): short threads' keys never fill the map. */
 volatile __u64 lh_keys_made;
 volatile __u64 lh_drain_at = ~0ULL;
-volatile __u32 lh_drain_woken;	/* a wake sent since the last flip */
+volatile __u64 lh_drain_woken_at;	/* the lh_drain_at a wake was sent for */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } lathist_wake SEC(".maps");
 
-/* Count a new keyed entry; past lh_drain_at, wake the loader (once a flip:
- * another CPU may send a second one, which is harmless). */
+/* Count a new keyed entry; past lh_drain_at, wake the loader, once per value
+ * of lh_drain_at (only the loader writes that, and never goes back to an
+ * earlier one: no flag to reset, no wake lost to a reset racing a program).
+ * Another CPU may send a second wake, which is harmless. */
 static __always_inline void lh_key_made(void)
 {
-	__u64 one = 1;
+	__u64 at = lh_drain_at;
 
 	__sync_fetch_and_add(&lh_keys_made, 1);
-	if (lh_keys_made >= lh_drain_at && !lh_drain_woken) {
-		lh_drain_woken = 1;
-		bpf_ringbuf_output(&lathist_wake, &one, sizeof(one), BPF_RB_FORCE_WAKEUP);
+	if (lh_keys_made >= at && lh_drain_woken_at != at) {
+		lh_drain_woken_at = at;
+		bpf_ringbuf_output(&lathist_wake, &at, sizeof(at), BPF_RB_FORCE_WAKEUP);
 	}
 }
 

@@ -284,10 +284,8 @@ static int collect(struct lh_session *s, bool last)
 	*s->hist_buf = old ^ 1;
 	if (s->keys_made) {
 		s->keys_at_flip = *s->keys_made;
-		if (s->drain_keys) {	/* the next wake: half the map on */
+		if (s->drain_keys)	/* the next wake: half the map on */
 			*s->drain_at = s->keys_at_flip + s->drain_keys;
-			*s->drain_woken = 0;
-		}
 	}
 	lh_wait_for_bpf_readers();
 	if (s->report.records.on) {
@@ -335,7 +333,9 @@ static int drain(struct lh_session *s)
 		s->held.meta = s->report.meta;	/* shared, as s->cum's: freed once */
 	s->held_any = true;
 	s->ndrains++;
-	return lh_report_accumulate(&s->held, &s->report);
+	/* the records read so far: collect sets the count, never adds to it */
+	s->held.records.delivered += s->report.records.delivered;
+	return lh_report_merge(&s->held, &s->report, false);	/* sorted once, at the end */
 }
 
 /* The interval's aggregate: its last read (s->report) and the halves drained
@@ -347,6 +347,8 @@ static int merge_held(struct lh_session *s)
 	if (!s->held_any)
 		return 0;
 	err = lh_report_accumulate(&s->report, &s->held);
+	s->report.records.delivered += s->held.records.delivered;
+	s->held.records.delivered = 0;
 	lh_report_reset(&s->held);
 	s->held_any = false;
 	return err;
@@ -373,9 +375,10 @@ static void wait_until(struct lh_session *s, uint64_t deadline_ns)
 			lh_recorder_poll(&s->recorder, deadline_ns);
 		return;
 	}
-	if (s->wake_rb) {
+	if (s->wake_rb) {	/* at most 1 s at a time: drain_due without a wake too */
 		for (uint64_t now; !exiting && !drain_due(s) && (now = lh_now_ns()) < deadline_ns;)
-			ring_buffer__poll(s->wake_rb, (int)((deadline_ns - now + 999999) / 1000000));
+			ring_buffer__poll(s->wake_rb, deadline_ns - now >= 1000000000ULL ? 1000 :
+					  (int)((deadline_ns - now + 999999) / 1000000));
 		return;
 	}
 	while (!exiting && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -461,9 +464,11 @@ static int on_wake(void *ctx, void *data, size_t size)
 
 /*
  * The programs' wake (lathist_wake) into wait_until's poll: the recorder's ring
- * buffer set with --slower-than, else one of its own. Without it (it cannot be
- * opened) drain_due is still looked at once a second, and a burst of keys past
- * the map's size in between is counted (hist_map_full).
+ * buffer set with --slower-than (which polls at least every 100 ms), else one
+ * of its own (at least every second). Without it (it cannot be opened, said
+ * with -v) drain_due is looked at only where the run loop wakes anyway (once
+ * a second without -i), and a burst of keys past the map's size in between is
+ * counted (hist_map_full).
  */
 static void wake_open(struct lh_session *s)
 {
@@ -472,11 +477,18 @@ static void wake_open(struct lh_session *s)
 	if (!s->drain_keys || !s->keys_made || !m)
 		return;
 	*s->drain_at = s->keys_at_flip + s->drain_keys;
-	if (s->report.records.on) {	/* on failure, looked at once a second */
-		ring_buffer__add(s->recorder.rb, bpf_map__fd(m), on_wake, s);
+	if (s->report.records.on) {	/* on failure, looked at every 100 ms */
+		if (ring_buffer__add(s->recorder.rb, bpf_map__fd(m), on_wake, s) && s->c->verbose)
+			fprintf(stderr, "lathist %s: the keyed maps' wake ring cannot be read (%s): "
+				"they are read early within 100 ms\n", s->report.meta.tool,
+				strerror(errno));
 		return;
 	}
 	s->wake_rb = ring_buffer__new(bpf_map__fd(m), on_wake, s, NULL);
+	if (!s->wake_rb && s->c->verbose)
+		fprintf(stderr, "lathist %s: the keyed maps' wake ring cannot be read (%s): they "
+			"are read early only when the run wakes anyway\n", s->report.meta.tool,
+			strerror(errno));
 }
 
 int lh_session_run(struct lh_session *s)

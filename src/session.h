@@ -69,7 +69,6 @@ struct lh_session {
 	 * (set by the tool: half its keyed map; 0 = never). The halves read early
 	 * wait in held for the end of their interval. */
 	volatile unsigned long long *keys_made, *drain_at;
-	volatile uint32_t *drain_woken;
 	struct ring_buffer *wake_rb;	/* lathist_wake: its records end wait_until */
 	uint64_t keys_at_flip, drain_keys, ndrains;
 	struct lh_report held;
@@ -111,7 +110,6 @@ bool lh_session_exiting(void);
 		(s)->start_ns = &(skel)->bss->lh_start_ns; \
 		(s)->keys_made = &(skel)->bss->lh_keys_made; \
 		(s)->drain_at = &(skel)->data->lh_drain_at; \
-		(s)->drain_woken = &(skel)->bss->lh_drain_woken; \
 	} while (0)
 
 /* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters);

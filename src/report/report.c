@@ -704,6 +704,11 @@ static int accumulate_pmu(struct lh_report *dst, const struct lh_report *src)
 
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 {
+	return lh_report_merge(dst, src, true);
+}
+
+int lh_report_merge(struct lh_report *dst, const struct lh_report *src, bool sort)
+{
 	for (size_t i = 0; i < src->nhists; i++) {
 		const struct lh_hist *h = &src->hists[i];
 		struct lh_hist *d = lh_report_find_hist(dst, h->name, &h->key);
@@ -724,7 +729,8 @@ int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < src->gap_ncpus; i++)
 		dst->gap_cpu[i] = lh_add_sat(dst->gap_cpu[i], src->gap_cpu[i]);
-	lh_report_sort(dst);
+	if (sort)
+		lh_report_sort(dst);
 	return 0;
 }
 

@@ -202,6 +202,11 @@ struct lh_hist *lh_report_find_hist(struct lh_report *r, const char *name,
  */
 int lh_report_accumulate(struct lh_report *dst, const struct lh_report *src);
 
+/* lh_report_accumulate, sorted (lh_report_sort) only when sort is set: an
+ * unsorted dst keeps its lookup table, and charges may hold a key more than
+ * once until it is sorted. */
+int lh_report_merge(struct lh_report *dst, const struct lh_report *src, bool sort);
+
 /* A key's hash and equality as histograms are matched: a task's (pid, tid,
  * start time) is its identity, its name only a label. Keys are zero-initialised,
  * padding too. */

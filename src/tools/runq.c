@@ -324,6 +324,11 @@ static void meta_attach(struct lh_meta *m, enum lh_attach_mode type)
 		m->attach[m->nattach++] = (struct lh_attach){ tps[i], lh_attach_name(type) };
 }
 
+/* The keyed maps' least default size: threads born after the start (a thread
+ * pool, a build) that all wake between two early reads (session.c drain_due)
+ * need room in one half; early reads take care of churn, not of that. */
+#define RUNQ_MIN_KEYS 4096
+
 static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_mode type,
 			bool has_storage, bool sweeps)
 {
@@ -338,10 +343,11 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 		/* a thread's or process's wakeup and preempt (and oncpu) histograms;
 		 * a cgroup's keys are no more than the processes in it */
 		max_keys = lh_auto_max_keys(o->group == RUNQ_GROUP_THREAD ? LH_KEYS_THREADS :
-					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, 10240, 0, &keys);
+					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, 10240,
+					    RUNQ_MIN_KEYS, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now (threads "
-				"or processes), %u histograms each, x 1.5 + 1024\n" :
+				"or processes), %u histograms each, x 1.5 + 1024, at least 4096\n" :
 				"--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys, o->oncpu ? 3 : 2);
 	}

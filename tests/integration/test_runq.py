@@ -712,8 +712,8 @@ def nr_processes():
 
 def test_keyed_maps_sized_to_the_machine():
     """Without --max-keys / --max-tasks the keyed maps hold kinds x keys x 1.5 + 1024
-    entries (the raw_tp pid map never fewer than the fixed 32768 it had; the histogram
-    maps are read early when half full instead, test_keyed_maps_read_early) for the
+    entries (the raw_tp pid map never fewer than the fixed 32768 it had, the histogram
+    maps than 4096: they are read early when half full, test_keyed_maps_read_early) for the
     threads (or processes) the kernel has when tracing starts: read here
     from /proc while lathist starts (it reads them once), the map sizes in meta.maps fall
     between those of the fewest and the most seen."""
@@ -734,7 +734,7 @@ def test_keyed_maps_sized_to_the_machine():
         t.join()
         check(rc == 0, f"{args}: {err}")
         maps = {m["name"]: m["max_entries"] for m in json.loads(out)["meta"]["maps"]}
-        floor = 32768 if map_name == "runq_pid_start" else 0	# the fixed size before
+        floor = 32768 if map_name == "runq_pid_start" else 4096
         want = [max(floor, k * per_key * 3 // 2 + 1024) for k in (min(seen), max(seen))]
         check(want[0] <= maps[map_name] <= want[1],
               f"{args}: {map_name} {maps[map_name]} entries, want {want} "
@@ -750,19 +750,29 @@ def test_keyed_maps_read_early():
     """3000 short threads come and go, more keys than --max-keys 1000 holds: without -i
     the half being written is read early each time it has made 500 entries (-v says how
     often: 3000 keys at least, 1000 at most a read), so no key is refused (hist_map_full 0), and
-    every thread has its one key with schedstat's wait count, as in the churn test."""
+    every thread has its one key with schedstat's wait count, as in the churn test. With
+    --slower-than 0 beside, the records read with each early read count too: delivered +
+    dropped = eligible = paired, and the --events file holds the delivered ones."""
     work = Workload("churn", 3000, 1)
     pid = work.start()
-    tool = Lathist("runq", "-f", "json", "--per-thread", "--max-keys", "1000", "-v",
-                   "-p", str(pid)).start()
-    work.go()
-    rows = work.wait()
-    rc, out, err = tool.stop()
+    with tempfile.TemporaryDirectory() as tmp:
+        events = os.path.join(tmp, "events.json")
+        tool = Lathist("runq", "-f", "json", "--per-thread", "--max-keys", "1000", "-v",
+                       "-p", str(pid), "--slower-than", "0", "--events", events).start()
+        work.go()
+        rows = work.wait()
+        rc, out, err = tool.stop()
+        with open(events) as f:
+            lines = sum(1 for line in f if line.strip())
     check(rc == 0, f"lathist rc {rc}: {err}")
     doc = json.loads(out)
+    r = doc["records"]
+    check(r["delivered"] + r["dropped"] == r["eligible"] == doc["loss"]["paired"] and
+          lines == r["delivered"], f"records {r}, {lines} lines, paired {doc['loss']['paired']}")
     early = re.findall(r"keyed maps read early (\d+) times \(the half being written had "
                        r"made (\d+) entries", err)
-    # each read holds at most the map's 1000 entries: 3000 keys take 3 reads or more
+    # each read holds at most the map's 1000 entries: the 3000 keys take 3 reads or more,
+    # the last one at the end
     check(len(early) == 1 and early[0][1] == "500" and int(early[0][0]) >= 2,
           f"-v said {early}: want at least 2 early reads of 500 entries or more")
     check(doc["loss"]["hist_map_full"] == 0, f"keys refused: {doc['loss']}")
