@@ -25,9 +25,12 @@ cell is the median over ROUNDS rounds with the min and max in brackets.
 6. report: time and peak RSS to merge a series of 1k, 10k and 86.4k intervals (a real
    interval line repeated with consecutive spans), and 10 files of 10k keys.
 7. Start-up: exec to the "Tracing" line, lathist against runqlat and runqlat.bt.
+8. Fork-heavy: a shell starting FORKS processes (/bin/true) one after the other; program
+   time per process started (every program of the tracer, over the loop) and the
+   sched_wakeup_new program's ns per run, against runqlat.bt and libbpf-tools runqlat.
 
 Environment: ROUNDS (5), LOOPS (200000), THREADS (10000), SECONDS (4, per fio and loader
-run), RUNQLAT / BIOLATENCY (libbpf-tools builds; default /usr/sbin/runqlat, biolatency),
+run), FORKS (2000), RUNQLAT / BIOLATENCY (libbpf-tools builds; default /usr/sbin/runqlat, biolatency),
 ONLY (comma-separated section numbers). Needs root, perf, bpftrace, fio, libbpf-tools.
 """
 import json
@@ -48,6 +51,7 @@ THREADS = int(os.environ.get("THREADS", "10000"))
 SECONDS = float(os.environ.get("SECONDS", "4"))
 RUNQLAT = os.environ.get("RUNQLAT", "/usr/sbin/runqlat")
 BIOLATENCY = os.environ.get("BIOLATENCY", "/usr/sbin/biolatency")
+FORKS = int(os.environ.get("FORKS", "2000"))
 ONLY = {int(x) for x in os.environ.get("ONLY", "").split(",") if x}
 RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -530,6 +534,43 @@ def section_startup():
         print(f"| {n} | {cell(g)} |")
 
 
+def fork_loop():
+    subprocess.run(["bash", "-c", f"for i in $(seq {FORKS}); do /bin/true; done"], check=True)
+
+
+def section_fork():
+    bt = runqlat_bt()
+    conds, shm = runq_conditions(bt)
+    conds = {n: conds[n] for n in ("3 empty tp_btf programs (floor)", "lathist runq",
+                                   "bpftrace runqlat.bt", "libbpf-tools runqlat") if n in conds}
+    conds["lathist runq --attach raw_tp"] = lambda: Tracer(
+        [LATHIST, "runq", "--attach", "raw_tp"], "Tracing")
+    got = {n: {"task": [], "new": []} for n in conds}
+    try:
+        for rnd in range(ROUNDS):
+            for n in (list(conds) if rnd % 2 == 0 else list(reversed(conds))):
+                with BpfStats():
+                    with conds[n]() as t:
+                        ids = prog_ids(t.p.pid)
+                        before = runs(ids)
+                        fork_loop()
+                        after = runs(ids)
+                got[n]["task"].append(total_ns(before, after) / FORKS)
+                # program names are cut at 15 bytes: bpftrace's is sched_wakeup_ne
+                got[n]["new"].append(per_run(before, after, "wakeup_ne", skip="\0"))
+            say(f"fork: round {rnd + 1}/{ROUNDS}")
+    finally:
+        os.unlink(bt)
+        shutil.rmtree(shm, ignore_errors=True)
+    print(f"\n### runq: fork-heavy\n\n`for i in $(seq {FORKS}); do /bin/true; done` in bash; "
+          f"program time (as above, {ROUNDS} rounds interleaved) of all the tracer's programs "
+          "per process started, and of its sched_wakeup_new program per run.\n")
+    print("| condition | all programs ns per process started | sched_wakeup_new ns/run |")
+    print("|---|---|---|")
+    for n, g in got.items():
+        print(f"| {n} | {cell(g['task'])} | {cell(g['new'])} |")
+
+
 def machine():
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -545,7 +586,7 @@ def main():
     print(f"## lathist bench, {time.strftime('%Y-%m-%d')}, {machine()}")
     for n, f in ((1, section_runq), (2, section_threads), (3, section_loader),
                  (4, section_records), (5, section_bio), (6, section_report),
-                 (7, section_startup)):
+                 (7, section_startup), (8, section_fork)):
         if wanted(n):
             f()
             sys.stdout.flush()
