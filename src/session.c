@@ -616,9 +616,9 @@ int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
 		lh_session_attached(s, what);
 		rc = lh_session_run(s) ? LH_EXIT_RUNTIME : LH_EXIT_OK;
 		if (s->c->verbose && s->ndrains)
-			fprintf(stderr, "lathist %s: keyed maps read early %" PRIu64 " times (the half "
-				"being written had made %" PRIu64 " entries, half the map)\n",
-				s->report.meta.tool, s->ndrains, s->drain_keys);
+			fprintf(stderr, "lathist %s: keyed maps read early: %" PRIu64 " early reads "
+				"(each once the half being written had made %" PRIu64 " of the map's "
+				"entries)\n", s->report.meta.tool, s->ndrains, s->drain_keys);
 	}
 	lh_session_free(s);
 	return rc;

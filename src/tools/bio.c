@@ -851,7 +851,7 @@ static int bio_main(int argc, char **argv)
 	unseen_start(&x);
 	if (!err) {
 		LH_SESSION_BIND(&s, x.skel);
-		s.drain_keys = bpf_map__max_entries(x.skel->maps.bio_hist) / 2;	/* drain_due */
+		s.drain_keys = (bpf_map__max_entries(x.skel->maps.bio_hist) + 1) / 2;	/* drain_due */
 	}
 	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));
 	rc = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);

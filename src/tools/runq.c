@@ -1026,7 +1026,7 @@ static int runq_main(int argc, char **argv)
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
 	if (!err && keyed_group(o.group))	/* read early when half full (drain_due) */
-		s.drain_keys = bpf_map__max_entries(x.skel->maps.runq_hist_keyed) / 2;
+		s.drain_keys = (bpf_map__max_entries(x.skel->maps.runq_hist_keyed) + 1) / 2;
 	if (!err && o.npmu && fill_counters(&x))
 		goto out;
 	snprintf(what, sizeof(what), "runqueue latency (%s)", lh_attach_name(type));

@@ -769,8 +769,8 @@ def test_keyed_maps_read_early():
     r = doc["records"]
     check(r["delivered"] + r["dropped"] == r["eligible"] == doc["loss"]["paired"] and
           lines == r["delivered"], f"records {r}, {lines} lines, paired {doc['loss']['paired']}")
-    early = re.findall(r"keyed maps read early (\d+) times \(the half being written had "
-                       r"made (\d+) entries", err)
+    early = re.findall(r"keyed maps read early: (\d+) early reads \(each once the half being "
+                       r"written had made (\d+) of the map's entries", err)
     # each read holds at most the map's 1000 entries: the 3000 keys take 3 reads or more,
     # the last one at the end
     check(len(early) == 1 and early[0][1] == "500" and int(early[0][0]) >= 2,
