@@ -279,6 +279,34 @@ static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
 }
 
 /*
+ * lh_hist_add for a histogram value that every CPU shares (a per-process or
+ * per-thread key: BPF_MAP_TYPE_HASH, one copy however many CPUs, where a
+ * per-CPU value would take value x CPUs per key): atomic adds, and the max
+ * by compare-and-exchange (Linux 5.12+; runq needs it anyway), given up
+ * after 4 tries lost to other CPUs raising it (each of them at least as
+ * large as what it read).
+ */
+static __always_inline void lh_hist_add_shared(struct lh_hist_head *h, __u64 delta_ns)
+{
+	__u64 *slots = (__u64 *)(h + 1);
+	__u64 s = lh_value_slot(delta_ns, hist_unit_ns, hist_precision);
+
+	barrier_var(s);
+	if (s >= hist_nslots)
+		s = hist_nslots - 1;
+	barrier_var(s);
+	__sync_fetch_and_add(&h->sum_ns, delta_ns);
+	__sync_fetch_and_add(&slots[s], 1);
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)&h->max_ns;
+
+		if (delta_ns <= old ||
+		    __sync_val_compare_and_swap(&h->max_ns, old, delta_ns) == old)
+			break;
+	}
+}
+
+/*
  * Add key to a hash map with value init (the caller has looked it up and not
  * found it) and return the map's value; another CPU adding it first is no
  * failure. NULL when the map is full or out of memory, counted in the class
@@ -297,7 +325,7 @@ static __always_inline void *lh_map_add(void *map, const void *key, const void *
 	return bpf_map_lookup_elem(map, key);
 }
 
-/* Find or create the histogram for key in a per-CPU hash (a new entry is
+/* Find or create the histogram for key in a hash (a new entry is
  * counted in lh_keys_made); NULL (with the failure counted) when the map is
  * full or out of memory. */
 static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,

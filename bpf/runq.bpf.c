@@ -51,9 +51,11 @@ struct {
 	__uint(value_size, sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0));
 } runq_hist SEC(".maps");
 
-/* per process / per thread; max_entries set by the loader (--max-keys) */
+/* per process / per thread; max_entries set by the loader (--max-keys). One
+ * value for all CPUs (lh_hist_add_shared): per CPU, a host of many CPUs would
+ * need value x CPUs per key, and the loader would read as many copies. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 10240);
 	__uint(key_size, sizeof(struct runq_hist_key));
@@ -518,7 +520,7 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
 		return false;
 	if (group != RUNQ_GROUP_CGROUP)		/* a cgroup's name is its path: the loader's */
 		key_comm(h->comm, &h->comm_ns, t);
-	lh_hist_add(h, delta);
+	lh_hist_add_shared(h, delta);
 	return true;
 }
 

@@ -88,8 +88,8 @@ void lh_wait_for_bpf_readers(void);
 #define LH_PREALLOC_MAX (64ULL << 20)
 
 /*
- * Preallocate a keyed per-CPU hash (drop BPF_F_NO_PREALLOC) when entries x
- * value x ncpus fits in LH_PREALLOC_MAX: a preallocated map never fails an
+ * Preallocate a keyed hash (drop BPF_F_NO_PREALLOC) when entries x value
+ * (x ncpus for a per-CPU hash) fits in LH_PREALLOC_MAX: a preallocated map never fails an
  * insert for memory, while the BPF allocator behind a non-preallocated one
  * refills its per-CPU cache only after the scheduler's tracepoint returns, so
  * a burst of new keys there gets -ENOMEM. Returns whether it preallocates.

@@ -624,17 +624,34 @@ int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
 	return rc;
 }
 
-int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
-			  const void *values, size_t offset)
+int lh_session_add_copies(struct lh_session *s, const char *name, const struct lh_key *key,
+			  const void *values, size_t offset, int copies)
 {
 	size_t stride = lh_percpu_stride(s->value_size);
 	struct lh_hist *h = lh_report_add_hist(&s->report, name, key);
 
 	if (!h)
 		return -ENOMEM;
-	for (int cpu = 0; cpu < s->ncpus; cpu++)
+	for (int cpu = 0; cpu < copies; cpu++)
 		lh_hist_add_raw(h, (const char *)values + (size_t)cpu * stride + offset);
 	return 0;
+}
+
+int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
+			  const void *values, size_t offset)
+{
+	return lh_session_add_copies(s, name, key, values, offset, s->ncpus);
+}
+
+int lh_map_copies(const struct lh_session *s, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return s->ncpus;
+	return info.type == BPF_MAP_TYPE_PERCPU_HASH || info.type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+	       info.type == BPF_MAP_TYPE_LRU_PERCPU_HASH ? s->ncpus : 1;
 }
 
 /* Make *p hold at least need bytes (grown to twice what it had, at least). */
@@ -689,7 +706,7 @@ static int walk_batch(struct lh_session *s, int fd, size_t key_size, size_t valu
 		      int (*add)(struct lh_session *s, const void *key, const void *values))
 {
 	struct lh_keyed_read *kr = &s->keyed;
-	size_t vsz = lh_percpu_stride(value_size) * (size_t)s->ncpus;
+	size_t vsz = lh_percpu_stride(value_size) * (size_t)lh_map_copies(s, fd);
 	size_t cap = s->c->test_batch_count ? s->c->test_batch_count :
 		     LH_BATCH_BYTES / vsz > LH_BATCH_MIN ? LH_BATCH_BYTES / vsz : LH_BATCH_MIN;
 	/* the position between calls: a bucket index for hashes, a key for arrays */

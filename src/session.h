@@ -183,4 +183,12 @@ int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t value_si
 int lh_session_add_percpu(struct lh_session *s, const char *name, const struct lh_key *key,
 			  const void *values, size_t offset);
 
+/* The same for a value of copies copies (1: a map that all CPUs share). */
+int lh_session_add_copies(struct lh_session *s, const char *name, const struct lh_key *key,
+			  const void *values, size_t offset, int copies);
+
+/* Copies of each value that map fd returns from a lookup: s->ncpus for a per-CPU
+ * map type, else 1 (s->ncpus when the map's type cannot be read). */
+int lh_map_copies(const struct lh_session *s, int fd);
+
 #endif /* LATHIST_SESSION_H */

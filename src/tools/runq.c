@@ -524,7 +524,8 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 
 	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
 		return 0;
-	return lh_session_add_percpu(s, runq_kinds[rk->kind - 1].name, &key, values, 0);
+	/* one copy: the map is shared by all CPUs (runq.bpf.c runq_hist_keyed) */
+	return lh_session_add_copies(s, runq_kinds[rk->kind - 1].name, &key, values, 0, 1);
 }
 
 /* One key's counter sums (ncpus per-CPU copies of struct lh_pmu_val) as rows. */
