@@ -318,7 +318,6 @@ static bool drain_due(const struct lh_session *s)
 	return s->drain_keys && s->keys_made && *s->keys_made - s->keys_at_flip >= s->drain_keys;
 }
 
-
 /* Read the half being written now and keep it in s->held for the end of the
  * interval (0 or a negative errno). */
 static int drain(struct lh_session *s)
