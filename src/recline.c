@@ -30,6 +30,15 @@ static char *u64_digits(char *end, uint64_t v)
 	return p;
 }
 
+char *lh_put_u64(char *p, uint64_t v)
+{
+	char tmp[20], *d = u64_digits(tmp + sizeof(tmp), v);
+	size_t n = (size_t)(tmp + sizeof(tmp) - d);
+
+	memcpy(p, d, n);
+	return p + n;
+}
+
 void lh_line_u64(struct lh_line *l, uint64_t v)
 {
 	char tmp[20], *p = u64_digits(tmp + sizeof(tmp), v);

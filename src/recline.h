@@ -85,6 +85,10 @@ void lh_line_str_left(struct lh_line *l, const char *s, size_t width);
 /* Append v in decimal (printf's "%" PRIu64). */
 void lh_line_u64(struct lh_line *l, uint64_t v);
 
+/* v in decimal (printf's "%" PRIu64) at p, 1 to 20 bytes and no NUL; returns
+ * the end. The one decimal writer of the text, JSON and record outputs. */
+char *lh_put_u64(char *p, uint64_t v);
+
 /*
  * Append v with decimals digits after the point (0..9; none and no point for 0),
  * right-aligned in width bytes: printf's "%*.*f". Done in integers for a

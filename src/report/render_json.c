@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pmu_user.h"
+#include "recline.h"
 #include "report.h"
 #include "version.h"
 
@@ -175,14 +176,9 @@ static void jw_close(struct jw *w, char bracket)
 static void jw_u64(struct jw *w, const char *name, uint64_t v)
 {
 	char d[20];
-	int n = (int)sizeof(d);
 
 	jw_item(w, name);
-	do {
-		d[--n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	jw_put(w, d + n, sizeof(d) - (size_t)n);
+	jw_put(w, d, (size_t)(lh_put_u64(d, v) - d));
 }
 
 static void jw_null(struct jw *w, const char *name)

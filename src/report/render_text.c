@@ -25,18 +25,13 @@ static const char *unit_header(const char *unit)
 static char *put_u64(char *p, uint64_t v, int width, bool left)
 {
 	char d[20];
-	int n = 0;
+	int n = (int)(lh_put_u64(d, v) - d);
 
-	do {
-		d[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
 	for (int i = n; !left && i < width; i++)
 		*p++ = ' ';
+	memcpy(p, d, (size_t)n);
 	for (int i = n; left && i < width; i++)
 		p[i] = ' ';
-	for (int i = 0; i < n; i++)
-		p[i] = d[n - 1 - i];
 	return p + (left && n < width ? width : n);
 }
 
@@ -56,7 +51,7 @@ static void fput_u64(FILE *f, uint64_t v)
 {
 	char d[20];
 
-	fwrite(d, 1, (size_t)(put_u64(d, v, 0, false) - d), f);
+	fwrite(d, 1, (size_t)(lh_put_u64(d, v) - d), f);
 }
 
 /*

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "pmu_user.h"
+#include "recline.h"
 #include "report.h"
 
 /* The task a key names: its ids, then its start time (0s in a CPU's key). */
@@ -312,20 +313,6 @@ uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *ke
 	return c ? c->lost : 0;
 }
 
-/* v in decimal at p; returns the end. */
-static char *dec(char *p, uint64_t v)
-{
-	char d[20];
-	int n = 0;
-
-	do {
-		d[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = d[--n];
-	return p;
-}
 
 const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
 {
@@ -337,14 +324,14 @@ const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m)
 	/* "(%" PRIu64 ", inf)" or "%c%" PRIu64 ", %" PRIu64 "]", by hand: the text output
 	 * prints four per histogram */
 	*p++ = hi != UINT64_MAX && !s ? '[' : '(';
-	p = dec(p, lo);
+	p = lh_put_u64(p, lo);
 	*p++ = ',';
 	*p++ = ' ';
 	if (hi == UINT64_MAX) {
 		memcpy(p, "inf)", 4);
 		p += 4;
 	} else {
-		p = dec(p, hi);
+		p = lh_put_u64(p, hi);
 		*p++ = ']';
 	}
 	n = (size_t)(p - t);
