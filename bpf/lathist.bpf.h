@@ -261,10 +261,9 @@ static __always_inline bool lh_delta(struct lh_counters *c, __u64 start, __u64 n
 	return true;
 }
 
-/* Add one event of delta_ns to a histogram value. */
-static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
+/* The slot of delta_ns in this run's scheme, below hist_nslots. */
+static __always_inline __u64 lh_hist_slot(__u64 delta_ns)
 {
-	__u64 *slots = (__u64 *)(h + 1);
 	__u64 s = lh_value_slot(delta_ns, hist_unit_ns, hist_precision);
 
 	/* keep the bound check on the register that indexes (clang may copy it) */
@@ -272,6 +271,15 @@ static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
 	if (s >= hist_nslots)
 		s = hist_nslots - 1;
 	barrier_var(s);
+	return s;
+}
+
+/* Add one event of delta_ns to a histogram value. */
+static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
+{
+	__u64 *slots = (__u64 *)(h + 1);
+	__u64 s = lh_hist_slot(delta_ns);
+
 	h->sum_ns += delta_ns;
 	if (delta_ns > h->max_ns)
 		h->max_ns = delta_ns;
@@ -289,12 +297,8 @@ static __always_inline void lh_hist_add(struct lh_hist_head *h, __u64 delta_ns)
 static __always_inline void lh_hist_add_shared(struct lh_hist_head *h, __u64 delta_ns)
 {
 	__u64 *slots = (__u64 *)(h + 1);
-	__u64 s = lh_value_slot(delta_ns, hist_unit_ns, hist_precision);
+	__u64 s = lh_hist_slot(delta_ns);
 
-	barrier_var(s);
-	if (s >= hist_nslots)
-		s = hist_nslots - 1;
-	barrier_var(s);
 	__sync_fetch_and_add(&h->sum_ns, delta_ns);
 	__sync_fetch_and_add(&slots[s], 1);
 	for (int i = 0; i < 4; i++) {
@@ -310,13 +314,16 @@ static __always_inline void lh_hist_add_shared(struct lh_hist_head *h, __u64 del
  * Add key to a hash map with value init (the caller has looked it up and not
  * found it) and return the map's value; another CPU adding it first is no
  * failure. NULL when the map is full or out of memory, counted in the class
- * starting at base (see lh_count_map_err) unless c is NULL.
+ * starting at base (see lh_count_map_err) unless c is NULL. *made (unless
+ * made is NULL) says whether this call made the entry.
  */
 static __always_inline void *lh_map_add(void *map, const void *key, const void *init,
-					struct lh_counters *c, int base)
+					struct lh_counters *c, int base, bool *made)
 {
 	long err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
 
+	if (made)
+		*made = !err;
 	if (err && err != -EEXIST) {
 		if (c)
 			lh_count_map_err(c, base, err);
@@ -333,8 +340,8 @@ static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 {
 	struct lh_hist_head *h;
 	__u32 zero = 0;
+	bool made;
 	void *init;
-	long err;
 
 	h = bpf_map_lookup_elem(map, key);
 	if (h)
@@ -342,14 +349,10 @@ static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 	init = bpf_map_lookup_elem(&lathist_zero_hist, &zero);
 	if (!init)
 		return NULL;
-	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
-	if (!err)
+	h = lh_map_add(map, key, init, c, LH_LOSS_HIST_E2BIG, &made);
+	if (made)
 		lh_key_made();
-	else if (err != -EEXIST) {	/* another CPU adding it first is no failure */
-		lh_count_map_err(c, LH_LOSS_HIST_E2BIG, err);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(map, key);
+	return h;
 }
 
 #endif /* LATHIST_BPF_H */

@@ -250,7 +250,7 @@ static __always_inline struct runq_start *pid_start(__u32 tid, bool create, stru
 
 	if (s || !create)
 		return s;
-	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG);
+	return lh_map_add(&runq_pid_start, &tid, &init, c, LH_LOSS_START_E2BIG, NULL);
 }
 
 /*
@@ -313,7 +313,7 @@ static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u
 		return s;
 	init.birth_ns = BPF_CORE_READ(t, start_time);
 	init.task = (__u64)t;
-	return lh_map_add(&runq_pid_start, &tid, &init, NULL, 0);
+	return lh_map_add(&runq_pid_start, &tid, &init, NULL, 0, NULL);
 }
 
 /* The histogram key of task t for the grouping (process or thread). */
@@ -356,7 +356,7 @@ static __always_inline void charge_key(struct task_struct *t, __u64 n, bool btf,
 	task_key(&key, t, tid, tgid, RUNQ_NONE, buf, btf);
 	v = bpf_map_lookup_elem(&runq_lost_keyed, &key);
 	if (!v)		/* full: left uncharged, not a loss of an event */
-		v = lh_map_add(&runq_lost_keyed, &key, &zero, NULL, 0);
+		v = lh_map_add(&runq_lost_keyed, &key, &zero, NULL, 0, NULL);
 	if (v)		/* atomic: the end sweep charges beside the programs */
 		__sync_fetch_and_add(v, n);
 }
@@ -788,7 +788,7 @@ static __always_inline struct lh_pmu_val *pmu_val(struct task_struct *t, __u32 t
 	v = bpf_map_lookup_elem(&runq_pmu_keyed, &key);
 	if (v)
 		return v;
-	return lh_map_add(&runq_pmu_keyed, &key, &zero, c, LH_LOSS_HIST_E2BIG);
+	return lh_map_add(&runq_pmu_keyed, &key, &zero, c, LH_LOSS_HIST_E2BIG, NULL);
 }
 
 static __always_inline void count_pmu_err(struct lh_counters *c, long err)
