@@ -281,11 +281,15 @@ uint64_t lh_map_memlock(int map_fd)
 	return v;
 }
 
+bool lh_map_type_percpu(enum bpf_map_type t)
+{
+	return t == BPF_MAP_TYPE_PERCPU_HASH || t == BPF_MAP_TYPE_PERCPU_ARRAY ||
+	       t == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+
 bool lh_prealloc_if_small(struct bpf_map *map, uint32_t entries, size_t value_size)
 {
-	enum bpf_map_type t = bpf_map__type(map);
-	int ncpus = t == BPF_MAP_TYPE_PERCPU_HASH || t == BPF_MAP_TYPE_LRU_PERCPU_HASH ?
-		    libbpf_num_possible_cpus() : 1;
+	int ncpus = lh_map_type_percpu(bpf_map__type(map)) ? libbpf_num_possible_cpus() : 1;
 	uint64_t bytes = (uint64_t)entries * lh_percpu_stride(value_size) * (uint64_t)(ncpus > 0 ? ncpus : 1);
 
 	if (bytes > LH_PREALLOC_MAX)

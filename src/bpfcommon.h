@@ -84,6 +84,9 @@ bool lh_btf_has_member(const char *type, const char *member);
  */
 void lh_wait_for_bpf_readers(void);
 
+/* Does a map of this type hold one value per CPU (a lookup returns ncpus copies)? */
+bool lh_map_type_percpu(enum bpf_map_type t);
+
 /* Largest keyed per-CPU map lathist preallocates (see lh_prealloc_if_small). */
 #define LH_PREALLOC_MAX (64ULL << 20)
 

@@ -472,22 +472,20 @@ static int on_wake(void *ctx, void *data, size_t size)
 static void wake_open(struct lh_session *s)
 {
 	struct bpf_map *m = bpf_object__find_map_by_name(s->obj, "lathist_wake");
+	bool failed;
 
 	if (!s->drain_keys || !s->keys_made || !m)
 		return;
 	*s->drain_at = s->keys_at_flip + s->drain_keys;
-	if (s->report.records.on) {	/* on failure, looked at every 100 ms */
-		if (ring_buffer__add(s->recorder.rb, bpf_map__fd(m), on_wake, s) && s->c->verbose)
-			fprintf(stderr, "lathist %s: the keyed maps' wake ring cannot be read (%s): "
-				"they are read early within 100 ms\n", s->report.meta.tool,
-				strerror(errno));
-		return;
-	}
-	s->wake_rb = ring_buffer__new(bpf_map__fd(m), on_wake, s, NULL);
-	if (!s->wake_rb && s->c->verbose)
+	if (s->report.records.on)	/* on failure, looked at every 100 ms */
+		failed = ring_buffer__add(s->recorder.rb, bpf_map__fd(m), on_wake, s) != 0;
+	else
+		failed = !(s->wake_rb = ring_buffer__new(bpf_map__fd(m), on_wake, s, NULL));
+	if (failed && s->c->verbose)
 		fprintf(stderr, "lathist %s: the keyed maps' wake ring cannot be read (%s): they "
-			"are read early only when the run wakes anyway\n", s->report.meta.tool,
-			strerror(errno));
+			"are read early only when the run wakes anyway (%s)\n", s->report.meta.tool,
+			strerror(errno), s->report.records.on ? "every 100 ms" : "once a second "
+			"without -i");
 }
 
 int lh_session_run(struct lh_session *s)
@@ -642,15 +640,16 @@ int lh_session_add_percpu(struct lh_session *s, const char *name, const struct l
 	return lh_session_add_copies(s, name, key, values, offset, s->ncpus);
 }
 
-int lh_map_copies(const struct lh_session *s, int fd)
+/* Copies of each value that map fd returns from a lookup: s->ncpus for a per-CPU
+ * map type, else 1 (s->ncpus when the map's type cannot be read). */
+static int map_copies(const struct lh_session *s, int fd)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return s->ncpus;
-	return info.type == BPF_MAP_TYPE_PERCPU_HASH || info.type == BPF_MAP_TYPE_PERCPU_ARRAY ||
-	       info.type == BPF_MAP_TYPE_LRU_PERCPU_HASH ? s->ncpus : 1;
+	return lh_map_type_percpu(info.type) ? s->ncpus : 1;
 }
 
 /* Make *p hold at least need bytes (grown to twice what it had, at least). */
@@ -705,7 +704,7 @@ static int walk_batch(struct lh_session *s, int fd, size_t key_size, size_t valu
 		      int (*add)(struct lh_session *s, const void *key, const void *values))
 {
 	struct lh_keyed_read *kr = &s->keyed;
-	size_t vsz = lh_percpu_stride(value_size) * (size_t)lh_map_copies(s, fd);
+	size_t vsz = lh_percpu_stride(value_size) * (size_t)kr->copies;
 	size_t cap = s->c->test_batch_count ? s->c->test_batch_count :
 		     LH_BATCH_BYTES / vsz > LH_BATCH_MIN ? LH_BATCH_BYTES / vsz : LH_BATCH_MIN;
 	/* the position between calls: a bucket index for hashes, a key for arrays */
@@ -846,6 +845,7 @@ int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t value_si
 	int err = -EOPNOTSUPP, derr;
 
 	kr->ndel = 0;
+	kr->copies = map_copies(s, fd);
 	if (!kr->batch && s->c->test_no_batch) {
 		kr->batch = -1;
 		say_read_path(s, "key by key (LATHIST_TEST=no-batch)");

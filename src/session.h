@@ -27,6 +27,8 @@ struct lh_keyed_read {
 	size_t tok_bytes;
 	void *del;			/* keys read from the half, deleted after the walk */
 	size_t del_bytes, ndel;		/* bytes allocated, keys in it */
+	int copies;			/* copies of each value the map being read returns:
+					 * ncpus for a per-CPU map, 1 for a shared one */
 };
 
 struct lh_session {
@@ -160,10 +162,11 @@ int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
 		    const char *what);
 
 /*
- * Read and empty one half of a per-CPU hash (of histograms, lost counts,
+ * Read and empty one half of a keyed hash (of histograms, lost counts,
  * counter sums): for every key whose byte at buf_off equals buf, call
- * add(s, key, values) with all CPUs' values (ncpus copies of value_size bytes,
- * each rounded up to 8), then delete those keys; the other half's keys stay.
+ * add(s, key, values) with its value (s->keyed.copies copies of value_size
+ * bytes, each rounded up to 8: ncpus for a per-CPU hash, 1 for a shared one),
+ * then delete those keys; the other half's keys stay.
  * The map is read in batches (bpf_map_lookup_batch over the whole map, then
  * bpf_map_delete_batch of the half's keys), or key by key on a kernel without
  * batch operations (before 5.6) or under LATHIST_TEST=no-batch. Buffers are
@@ -186,9 +189,5 @@ int lh_session_add_percpu(struct lh_session *s, const char *name, const struct l
 /* The same for a value of copies copies (1: a map that all CPUs share). */
 int lh_session_add_copies(struct lh_session *s, const char *name, const struct lh_key *key,
 			  const void *values, size_t offset, int copies);
-
-/* Copies of each value that map fd returns from a lookup: s->ncpus for a per-CPU
- * map type, else 1 (s->ncpus when the map's type cannot be read). */
-int lh_map_copies(const struct lh_session *s, int fd);
 
 #endif /* LATHIST_SESSION_H */

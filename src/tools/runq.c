@@ -512,7 +512,7 @@ static int add_lost(struct lh_session *s, const void *k, const void *values)
 	struct lh_key key = report_key(s, k);
 	struct lh_key_charge c = { .pid = key.pid, .tid = key.tid, .birth_ns = key.birth_ns };
 
-	for (int cpu = 0; cpu < s->ncpus; cpu++)
+	for (int cpu = 0; cpu < s->keyed.copies; cpu++)
 		c.lost = lh_add_sat(c.lost, ((const uint64_t *)values)[cpu]);
 	return c.lost ? lh_report_charge(&s->report, &c) : 0;
 }
@@ -524,8 +524,8 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 
 	if (rk->kind < RUNQ_WAKEUP || rk->kind > RUNQ_ONCPU)
 		return 0;
-	/* one copy: the map is shared by all CPUs (runq.bpf.c runq_hist_keyed) */
-	return lh_session_add_copies(s, runq_kinds[rk->kind - 1].name, &key, values, 0, 1);
+	return lh_session_add_copies(s, runq_kinds[rk->kind - 1].name, &key, values, 0,
+				     s->keyed.copies);
 }
 
 /* One key's counter sums (ncpus per-CPU copies of struct lh_pmu_val) as rows. */
