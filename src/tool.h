@@ -100,8 +100,9 @@ enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };
  * mult, e.g. disks), half again for keys born while tracing and for the
  * interval flip (both halves hold entries until the old one is read), plus
  * 1024; never below floor (0: none). A churn of short threads makes more keys
- * than the host has at once: the keyed histogram maps are read early when half
- * full for that (session.c drain_due), and need no floor. fallback is the size
+ * than the host has at once: the keyed histogram maps are read early for that
+ * (session.c drain_due); a floor is for keys born after the start that are
+ * all live at once (runq: a thread pool waking together). fallback is the size
  * when the count cannot be read (*keys 0); at most 1 << 24. A key past it is
  * counted (hist_map_full), never lost unseen. *keys gets the keys counted.
  */
