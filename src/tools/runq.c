@@ -328,6 +328,9 @@ static void meta_attach(struct lh_meta *m, enum lh_attach_mode type)
  * pool, a build) that all wake between two early reads (session.c drain_due)
  * need room in one half; early reads take care of churn, not of that. */
 #define RUNQ_MIN_KEYS 4096
+/* raw_tp's pid map: the fixed size it had (a task's entry lives until its exit
+ * is seen, and an exit the kernel hid leaves it) */
+#define RUNQ_MIN_TASKS 32768
 
 static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_mode type,
 			bool has_storage, bool sweeps)
@@ -347,9 +350,9 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 					    RUNQ_MIN_KEYS, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now (threads "
-				"or processes), %u histograms each, x 1.5 + 1024, at least 4096\n" :
+				"or processes), %u histograms each, x 1.5 + 1024, at least %u\n" :
 				"--max-keys: %u entries (the keys could not be counted)\n",
-				max_keys, keys, o->oncpu ? 3 : 2);
+				max_keys, keys, o->oncpu ? 3 : 2, RUNQ_MIN_KEYS);
 	}
 
 	s->rodata->hist_precision = o->c.precision;
@@ -374,11 +377,12 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? max_keys : 1);
 	if (!btf && !max_tasks) {
-		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, 32768, 32768, &keys);
+		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, RUNQ_MIN_TASKS, RUNQ_MIN_TASKS,
+					     &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-tasks: %u entries, for the %u threads now, x "
-				"1.5 + 1024, at least 32768\n" : "--max-tasks: %u entries (the threads could not "
-				"be counted)\n", max_tasks, keys);
+				"1.5 + 1024, at least %u\n" : "--max-tasks: %u entries (the threads could not "
+				"be counted)\n", max_tasks, keys, RUNQ_MIN_TASKS);
 	}
 	bpf_map__set_max_entries(s->maps.runq_pid_start, btf ? 1 : max_tasks);
 	s->rodata->use_task_storage = btf;
