@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,3 +147,28 @@ class BpfStats:
 
     def __exit__(self, *exc):
         subprocess.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={self.old}"], check=True)
+
+
+def fio(dev, seconds):
+    """fio 4 KiB O_DIRECT random reads (psync, depth 1) on dev for seconds: its read
+    job's figures (iops, total_ios, ...)."""
+    out = subprocess.run(["fio", "--name=bench", f"--filename={dev}", "--direct=1",
+                          "--rw=randread", "--bs=4k", "--ioengine=psync", "--size=64m",
+                          f"--runtime={seconds:g}", "--time_based", "--output-format=json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["jobs"][0]["read"]
+
+
+def loop_device(where="/var/tmp", direct_io=False):
+    """(device, cleanup): a loop device over a 64 MiB file in where (--direct-io=on if
+    direct_io); cleanup() detaches it and removes the file."""
+    fd, backing = tempfile.mkstemp(prefix="lathist-bench-", dir=where)
+    os.ftruncate(fd, 64 << 20)
+    os.close(fd)
+    dev = subprocess.run(["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []),
+                          backing], check=True, capture_output=True, text=True).stdout.strip()
+
+    def cleanup():
+        subprocess.run(["losetup", "-d", dev], check=False)
+        os.unlink(backing)
+    return dev, cleanup

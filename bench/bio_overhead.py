@@ -11,36 +11,26 @@
 
 Environment: ROUNDS (7), SECONDS (4). Needs root, fio, bpftrace, losetup.
 """
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-from benchlib import EMPTY, LATHIST, ROUNDS, Tracer, prog_stats
+import benchlib
+from benchlib import EMPTY, LATHIST, ROUNDS, Tracer, loop_device, prog_stats
 
 SECONDS = int(os.environ.get("SECONDS", "4"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def fio(dev, seconds=SECONDS):
-    out = subprocess.run(["fio", "--name=bench", f"--filename={dev}", "--direct=1",
-                          "--rw=randread", "--bs=4k", "--ioengine=psync", "--size=64m",
-                          f"--runtime={seconds}", "--time_based", "--output-format=json"],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["jobs"][0]["read"]["iops"]
+    return benchlib.fio(dev, seconds)["iops"]
 
 
 def main():
     if os.geteuid() != 0:
         sys.exit("bench needs root")
-    fd, backing = tempfile.mkstemp(prefix="lathist-bench-", dir="/var/tmp")
-    os.ftruncate(fd, 64 << 20)
-    os.close(fd)
-    dev = subprocess.run(["losetup", "--find", "--show", backing], check=True,
-                         capture_output=True, text=True).stdout.strip()
+    dev, cleanup = loop_device()
     try:
         conditions = {
             "empty tp_btf x3": lambda: Tracer([EMPTY, "block"], "attached"),
@@ -80,8 +70,7 @@ def main():
                            "stdout", 1.0)],
                    lambda: fio(dev), ("bio_", "empty_", "block_"))
     finally:
-        subprocess.run(["losetup", "-d", dev])
-        os.unlink(backing)
+        cleanup()
 
 
 if __name__ == "__main__":

@@ -31,13 +31,12 @@ Environment: LOOPS (200000), ROUNDS (5), SECONDS (3), BASE. Needs root, perf, fi
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import (LATHIST, LOOPS, BpfStats, Tracer, ns_per_run, pipe_bench, prog_runs,
-                      schedstat_ns)
+from benchlib import (LATHIST, LOOPS, BpfStats, Tracer, fio, loop_device, ns_per_run,
+                      pipe_bench, prog_runs, schedstat_ns)
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 SECONDS = int(os.environ.get("SECONDS", "3"))
@@ -84,14 +83,6 @@ def one(binary, args, tmp, fmt, test=None):
     }
 
 
-def fio(dev, seconds):
-    out = subprocess.run(["fio", "--name=bench", f"--filename={dev}", "--direct=1",
-                          "--rw=randread", "--bs=4k", "--ioengine=psync", "--size=64m",
-                          f"--runtime={seconds}", "--time_based", "--output-format=json"],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["jobs"][0]["read"]["iops"]
-
-
 def one_bio(binary, disk, dev, tmp, fmt):
     tracer, doc = traced(binary, "bio", ["--disk", disk, "--slower-than", "0"], tmp, fmt)
     with tracer as t:
@@ -129,11 +120,7 @@ def main():
     bio_names = [(f"bio {fmt}", fmt, b) for fmt in ("json", "text") for b in builds]
     res = {n + b[0]: [] for n, b in names}
     bio = {n + b[0]: [] for n, _, b in bio_names}
-    fd, backing = tempfile.mkstemp(prefix="lathist-bench-", dir="/var/tmp")
-    os.ftruncate(fd, 64 << 20)
-    os.close(fd)
-    dev = subprocess.run(["losetup", "--find", "--show", backing], check=True,
-                         capture_output=True, text=True).stdout.strip()
+    dev, cleanup = loop_device()
     try:
         with BpfStats(), tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
             fio(dev, 1)	# warm the backing file's page cache
@@ -146,8 +133,7 @@ def main():
                                                      fmt))
                 print(f"  round {rnd + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        os.unlink(backing)
+        cleanup()
 
     def med(name, key):
         return statistics.median(r[key] for r in res[name])

@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 
-from benchlib import LATHIST, ROOT, Tracer, ctxt
+from benchlib import LATHIST, ROOT, Tracer, ctxt, loop_device
 
 SECONDS_PER = float(os.environ.get("SECONDS_PER", "30"))
 SCRAPE = float(os.environ.get("SCRAPE", "15"))
@@ -51,11 +51,7 @@ class Load:
     """perf bench sched pipe and loop-device I/O in the background until stopped."""
 
     def __enter__(self):
-        fd, self.file = tempfile.mkstemp(prefix="lathist-bench-", dir="/var/tmp")
-        os.ftruncate(fd, 64 << 20)
-        os.close(fd)
-        self.dev = subprocess.run(["losetup", "--find", "--show", self.file], check=True,
-                                  capture_output=True, text=True).stdout.strip()
+        self.dev, self.cleanup = loop_device()
         self.halt = threading.Event()
         # its own process group: perf bench sched pipe forks, and both halves must end
         self.pipe = subprocess.Popen(["perf", "bench", "sched", "pipe", "-l", "1000000000"],
@@ -77,8 +73,7 @@ class Load:
         os.killpg(self.pipe.pid, signal.SIGKILL)
         self.pipe.wait()
         self.io.join(30)
-        subprocess.run(["losetup", "-d", self.dev])
-        os.unlink(self.file)
+        self.cleanup()
 
 
 def scrape(addr):

@@ -43,7 +43,8 @@ import tempfile
 import threading
 import time
 
-from benchlib import EMPTY, LATHIST, LOOPS, ROOT, BpfStats, ctxt, pipe_bench
+import benchlib
+from benchlib import EMPTY, LATHIST, LOOPS, ROOT, BpfStats, ctxt, loop_device, pipe_bench
 from benchlib import Tracer as _Tracer
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
@@ -388,24 +389,12 @@ def fast_device():
             ["modprobe", "null_blk", "nr_devices=1", "queue_mode=2"],
             capture_output=True).returncode == 0 and os.path.exists("/dev/nullb0"):
         return "/dev/nullb0", lambda: subprocess.run(["modprobe", "-r", "null_blk"]), "null_blk"
-    fd, backing = tempfile.mkstemp(prefix="lathist-bench-", dir="/dev/shm")
-    os.ftruncate(fd, 64 << 20)
-    os.close(fd)
-    dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", backing],
-                         check=True, capture_output=True, text=True).stdout.strip()
-
-    def cleanup():
-        subprocess.run(["losetup", "-d", dev])
-        os.unlink(backing)
+    dev, cleanup = loop_device("/dev/shm", direct_io=True)
     return dev, cleanup, "a loop device on /dev/shm (null_blk does not load here)"
 
 
 def fio(dev, seconds):
-    out = subprocess.run(["fio", "--name=bench", f"--filename={dev}", "--direct=1",
-                          "--rw=randread", "--bs=4k", "--ioengine=psync", "--size=64m",
-                          f"--runtime={seconds:g}", "--time_based", "--output-format=json"],
-                         capture_output=True, text=True, check=True).stdout
-    r = json.loads(out)["jobs"][0]["read"]
+    r = benchlib.fio(dev, seconds)
     return r["iops"], r["total_ios"]
 
 
