@@ -157,6 +157,12 @@ static int set_group(struct runq_opts *o, enum runq_group g, const char *name)
 	return 0;
 }
 
+/* Groupings whose keys are a BPF hash's (the others: an array per kind, per CPU). */
+static bool keyed_group(enum runq_group g)
+{
+	return g == RUNQ_GROUP_PROCESS || g == RUNQ_GROUP_THREAD || g == RUNQ_GROUP_CGROUP;
+}
+
 int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 {
 	static const struct option longopts[] = {
@@ -250,6 +256,14 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		lh_usage_error(TOOL, "--counters-optional needs --counters LIST");
 		return -EINVAL;
 	}
+	/* refused alone, as other options that would do nothing are; serve gives it
+	 * to every tool, for those that have keyed maps */
+	if (o->c.max_keys && !keyed_group(o->group) && !lh_session_sink) {
+		lh_usage_error(TOOL, "--max-keys %u sizes the --per-process, --per-thread or "
+			       "--per-cgroup maps; add one of them, or drop --max-keys",
+			       o->c.max_keys);
+		return -EINVAL;
+	}
 	/* outside the host's PID namespace, what takes or shows pids is refused */
 	if (o->c.pid)
 		snprintf(ids, sizeof(ids), "-p %u", o->c.pid);
@@ -276,11 +290,6 @@ struct runq_ctx {
 	uint64_t hidden;	/* traced tasks the end sweep did not see (hidden_tasks) */
 };
 
-/* Groupings whose keys are a BPF hash's (the others: an array per kind, per CPU). */
-static bool keyed_group(enum runq_group g)
-{
-	return g == RUNQ_GROUP_PROCESS || g == RUNQ_GROUP_THREAD || g == RUNQ_GROUP_CGROUP;
-}
 
 static const char *group_name(enum runq_group g)
 {

@@ -547,6 +547,8 @@ BAD = [
     (["--attach", "tracepoint"], 2, "no longer attaches classic tracepoints"),
     (["--per-thread", "--per-cpu"], 2, "only one of"),
     (["--per-cpu=1"], 2, "takes no value"),
+    (["--max-keys", "5"], 2, "--max-keys 5 sizes the --per-process, --per-thread or"),
+    (["--per-cpu", "--max-keys", "5"], 2, "add one of them, or drop --max-keys"),
     (["extra"], 2, "unexpected argument"),
     (["-p", "1", "-p", "1"], 2, "given twice"),
     (["--cpus", "0", "--cpus", "0"], 2, "given twice"),
