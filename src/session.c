@@ -284,7 +284,7 @@ static int collect(struct lh_session *s, bool last)
 	*s->hist_buf = old ^ 1;
 	if (s->keys_made) {
 		s->keys_at_flip = *s->keys_made;
-		if (s->drain_keys)	/* the next wake: half the map on */
+		if (s->drain_keys)	/* the next wake: drain_keys on */
 			*s->drain_at = s->keys_at_flip + s->drain_keys;
 	}
 	lh_wait_for_bpf_readers();
@@ -310,12 +310,18 @@ static int collect(struct lh_session *s, bool last)
  * Has the half being written made drain_keys entries in the keyed maps since
  * the last flip? Without -i every key that had an event stays in the map
  * until the end, so a churn of short threads (a build, a shell loop) would
- * fill a map sized to the threads alive at the start: past half of it, the
- * half is read early (drain) and the map starts again empty.
+ * fill a map sized to the threads alive at the start: past half of it
+ * (lh_session_read_early), the half is read early (drain) and the map starts
+ * again empty.
  */
 static bool drain_due(const struct lh_session *s)
 {
 	return s->drain_keys && s->keys_made && *s->keys_made - s->keys_at_flip >= s->drain_keys;
+}
+
+void lh_session_read_early(struct lh_session *s, uint32_t max_entries)
+{
+	s->drain_keys = ((uint64_t)max_entries + 1) / 2;
 }
 
 /* Read the half being written now and keep it in s->held for the end of the

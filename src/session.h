@@ -68,8 +68,8 @@ struct lh_session {
 	/* Keyed maps read early (drain_due in session.c): the object's .bss
 	 * lh_keys_made (entries made over the run), its value at the last flip,
 	 * and how many the half being written may make before it is read early
-	 * (set by the tool: half its keyed map; 0 = never). The halves read early
-	 * wait in held for the end of their interval. */
+	 * (lh_session_read_early: half the keyed map; 0 = never). The
+	 * halves read early wait in held for the end of their interval. */
 	volatile unsigned long long *keys_made, *drain_at;
 	struct ring_buffer *wake_rb;	/* lathist_wake: its records end wait_until */
 	uint64_t keys_at_flip, drain_keys, ndrains;
@@ -113,6 +113,16 @@ bool lh_session_exiting(void);
 		(s)->keys_made = &(skel)->bss->lh_keys_made; \
 		(s)->drain_at = &(skel)->data->lh_drain_at; \
 	} while (0)
+
+/*
+ * Read the keyed histogram map (max_entries) early whenever the half being
+ * written has made half its entries (drain_due in session.c). The map is
+ * sized for two full sets of the live keys (lh_auto_max_keys: keys x 2 +
+ * 1024), as both halves hold entries while the old one is read: the live set
+ * alone never reaches half, and a read early leaves the next half as much
+ * room as the one being read. --max-keys 1 reads early at every new key.
+ */
+void lh_session_read_early(struct lh_session *s, uint32_t max_entries);
 
 /* Fill meta common to all tools (kernel, clock, scheme, CPUs, -p/--cgroup filters);
  * from here on SIGINT/SIGTERM end the run cleanly. */

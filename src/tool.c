@@ -402,7 +402,7 @@ static uint32_t count_threads(void)
 }
 
 uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
-			  uint32_t fallback, uint32_t floor, uint32_t *keys)
+			  bool two_halves, uint32_t fallback, uint32_t floor, uint32_t *keys)
 {
 	uint64_t k = 1, n;
 
@@ -420,7 +420,7 @@ uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult
 	}
 	k *= mult ? mult : 1;
 	*keys = k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
-	n = k * per_key * 3 / 2 + 1024;
+	n = (two_halves ? k * per_key * 2 : k * per_key * 3 / 2) + 1024;
 	if (n < floor)
 		n = floor;
 	return n > (1U << 24) ? 1U << 24 : (uint32_t)n;

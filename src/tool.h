@@ -97,9 +97,10 @@ enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };
  * now: per_key entries for each of its keys (the kernel's thread count,
  * /proc/loadavg's nr_threads, which is not namespaced; or the processes in
  * /proc, or outside the initial PID namespace the host's threads again; times
- * mult, e.g. disks), half again for keys born while tracing and for the
- * interval flip (both halves hold entries until the old one is read), plus
- * 1024; never below floor (0: none). A churn of short threads makes more keys
+ * mult, e.g. disks), times 2 for a map of interval halves (two_halves: both
+ * halves hold a full set of entries while the old one is read, at an
+ * interval's flip or an early read) or else 1.5 (keys born while tracing),
+ * plus 1024; never below floor (0: none). A churn of short threads makes more keys
  * than the host has at once: the keyed histogram maps are read early for that
  * (session.c drain_due); a floor is for keys born after the start that are
  * all live at once (runq: a thread pool waking together). fallback is the size
@@ -107,6 +108,6 @@ enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };
  * counted (hist_map_full), never lost unseen. *keys gets the keys counted.
  */
 uint32_t lh_auto_max_keys(enum lh_key_unit unit, uint32_t per_key, uint32_t mult,
-			  uint32_t fallback, uint32_t floor, uint32_t *keys);
+			  bool two_halves, uint32_t fallback, uint32_t floor, uint32_t *keys);
 
 #endif /* LATHIST_TOOL_H */

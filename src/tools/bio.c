@@ -446,9 +446,10 @@ static size_t configure(struct bio_bpf *s, struct bio_opts *o, const struct bio_
 
 		max_keys = lh_auto_max_keys(procs ? LH_KEYS_PROCESSES : LH_KEYS_FEW, 1,
 					    (o->group & BIO_GROUP_DISK ? count_disks() : 1) *
-					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), 10240, 0, &keys);
+					    (o->group & BIO_GROUP_OP ? BIO_OP_OTHER + 1 : 1), true, 10240, 0,
+					    &keys);
 		if (o->c.verbose)
-			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now, x 1.5 + "
+			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now, x 2 + "
 				"1024\n" : "--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys);
 	}
@@ -851,7 +852,7 @@ static int bio_main(int argc, char **argv)
 	unseen_start(&x);
 	if (!err) {
 		LH_SESSION_BIND(&s, x.skel);
-		s.drain_keys = (bpf_map__max_entries(x.skel->maps.bio_hist) + 1) / 2;	/* drain_due */
+		lh_session_read_early(&s, bpf_map__max_entries(x.skel->maps.bio_hist));
 	}
 	snprintf(what, sizeof(what), "block I/O latency (%s)", lh_attach_name(type));
 	rc = lh_session_main(&s, err, x.skel->obj, value_size, attach, x.skel, what);

@@ -355,11 +355,11 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 		/* a thread's or process's wakeup and preempt (and oncpu) histograms;
 		 * a cgroup's keys are no more than the processes in it */
 		max_keys = lh_auto_max_keys(o->group == RUNQ_GROUP_THREAD ? LH_KEYS_THREADS :
-					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, 10240,
+					    LH_KEYS_PROCESSES, o->oncpu ? 3 : 2, 1, true, 10240,
 					    RUNQ_MIN_KEYS, &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-keys: %u entries, for %u keys now (threads "
-				"or processes), %u histograms each, x 1.5 + 1024, at least %u\n" :
+				"or processes), %u histograms each, x 2 + 1024, at least %u\n" :
 				"--max-keys: %u entries (the keys could not be counted)\n",
 				max_keys, keys, o->oncpu ? 3 : 2, RUNQ_MIN_KEYS);
 	}
@@ -386,7 +386,7 @@ static size_t configure(struct runq_bpf *s, struct runq_opts *o, enum lh_attach_
 	bpf_map__set_max_entries(s->maps.runq_hist_keyed, keyed ? max_keys : 1);
 	bpf_map__set_max_entries(s->maps.runq_lost_keyed, keyed ? max_keys : 1);
 	if (!btf && !max_tasks) {
-		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, RUNQ_MIN_TASKS, RUNQ_MIN_TASKS,
+		max_tasks = lh_auto_max_keys(LH_KEYS_THREADS, 1, 1, false, RUNQ_MIN_TASKS, RUNQ_MIN_TASKS,
 					     &keys);
 		if (o->c.verbose)
 			fprintf(stderr, keys ? "--max-tasks: %u entries, for the %u threads now, x "
@@ -1039,8 +1039,8 @@ static int runq_main(int argc, char **argv)
 	meta_attach(&s.report.meta, type);
 	if (!err)
 		LH_SESSION_BIND(&s, x.skel);
-	if (!err && keyed_group(o.group))	/* read early when half full (drain_due) */
-		s.drain_keys = (bpf_map__max_entries(x.skel->maps.runq_hist_keyed) + 1) / 2;
+	if (!err && keyed_group(o.group))
+		lh_session_read_early(&s, bpf_map__max_entries(x.skel->maps.runq_hist_keyed));
 	if (!err && o.npmu && fill_counters(&x))
 		goto out;
 	snprintf(what, sizeof(what), "runqueue latency (%s)", lh_attach_name(type));
