@@ -30,12 +30,22 @@ static char *u64_digits(char *end, uint64_t v)
 	return p;
 }
 
+size_t lh_u64_len(uint64_t v)
+{
+	size_t n = 1;
+
+	for (; v >= 10; v /= 10)
+		n++;
+	return n;
+}
+
 char *lh_put_u64(char *p, uint64_t v)
 {
-	char tmp[20], *d = u64_digits(tmp + sizeof(tmp), v);
-	size_t n = (size_t)(tmp + sizeof(tmp) - d);
+	/* the digits written in place, back from the end: no copy (a memcpy of
+	 * a length not known here is a call, in the render's hottest path) */
+	size_t n = lh_u64_len(v);
 
-	memcpy(p, d, n);
+	u64_digits(p + n, v);
 	return p + n;
 }
 

@@ -88,6 +88,8 @@ void lh_line_u64(struct lh_line *l, uint64_t v);
 /* v in decimal (printf's "%" PRIu64) at p, 1 to 20 bytes and no NUL; returns
  * the end. The one decimal writer of the text, JSON and record outputs. */
 char *lh_put_u64(char *p, uint64_t v);
+/* The number of decimal digits of v (1 for 0). */
+size_t lh_u64_len(uint64_t v);
 
 /*
  * Append v with decimals digits after the point (0..9; none and no point for 0),

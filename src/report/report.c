@@ -61,29 +61,15 @@ struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const 
 	return h;
 }
 
-static const struct lh_meta *sort_meta;
-
-static int name_rank(const char *name)
+/* The place of kind name among m's kinds (m->nkinds for one not there). */
+static int name_rank(const struct lh_meta *m, const char *name)
 {
 	int i;
 
-	for (i = 0; i < sort_meta->nkinds; i++)
-		if (!strcmp(sort_meta->kinds[i].name, name))
+	for (i = 0; i < m->nkinds; i++)
+		if (!strcmp(m->kinds[i].name, name))
 			return i;
 	return i;
-}
-
-static int hist_cmp(const void *pa, const void *pb)
-{
-	const struct lh_hist *a = pa, *b = pb;
-
-	if (strcmp(a->name, b->name)) {		/* the same name has the same rank */
-		int ra = name_rank(a->name), rb = name_rank(b->name);
-
-		if (ra != rb)
-			return ra < rb ? -1 : 1;
-	}
-	return key_cmp(&a->key, &b->key);
 }
 
 static int pmu_cmp(const void *pa, const void *pb)
@@ -144,14 +130,56 @@ static void unify_names(struct lh_report *r)
 	free(v);
 }
 
+/* Two histograms of r, each as its name's rank << 32 | its index. */
+static int ranked_cmp(const void *pa, const void *pb, void *arg)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+	const struct lh_hist *h = ((const struct lh_report *)arg)->hists;
+
+	if (a >> 32 != b >> 32)
+		return a >> 32 < b >> 32 ? -1 : 1;
+	return key_cmp(&h[(uint32_t)a].key, &h[(uint32_t)b].key);
+}
+
+/*
+ * r's histograms by kind (in meta.kinds order, unknown names last), then
+ * key. Sorted as 8-byte (rank, index) words and then moved once: a qsort of
+ * the histograms themselves moved ~200 bytes a step with memcpy and ranked
+ * both names at each comparison of two kinds, a tenth of the loader's time
+ * at 20,000 histograms an interval. -ENOMEM (r unchanged) without memory.
+ */
+static int sort_hists(struct lh_report *r)
+{
+	uint64_t *v = malloc(r->nhists * sizeof(*v));
+	struct lh_hist *sorted = malloc(r->cap * sizeof(*sorted));
+	uint64_t rank = 0;
+
+	if (!v || !sorted || r->nhists > UINT32_MAX) {
+		free(v);
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nhists; i++) {
+		/* a kind's histograms mostly come together: rank each run once */
+		if (!i || strcmp(r->hists[i].name, r->hists[i - 1].name))
+			rank = (uint64_t)name_rank(&r->meta, r->hists[i].name);
+		v[i] = rank << 32 | i;
+	}
+	qsort_r(v, r->nhists, sizeof(*v), ranked_cmp, r);
+	for (size_t i = 0; i < r->nhists; i++)
+		sorted[i] = r->hists[(uint32_t)v[i]];
+	free(v);
+	free(r->hists);
+	r->hists = sorted;
+	return 0;
+}
+
 void lh_report_sort(struct lh_report *r)
 {
 	unify_names(r);
-	sort_meta = &r->meta;
 	if (r->nhists)
-		qsort(r->hists, r->nhists, sizeof(*r->hists), hist_cmp);
+		(void)sort_hists(r);	/* -ENOMEM: the order left as it is */
 	lh_report_index_reset(r);
-	sort_meta = NULL;
 	if (r->npmu)
 		qsort(r->pmu, r->npmu, sizeof(*r->pmu), pmu_cmp);
 	charges_settle(r);
