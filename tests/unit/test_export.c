@@ -257,6 +257,65 @@ static void test_find_hist_index(void **state)
 	assert_null(r.index);
 }
 
+/* lh_report_sort: kinds in meta.kinds order (an unknown name last), then by
+ * task (pid, tid, start time); each histogram moved whole (its slots with it),
+ * from a shuffled order of 4000 histograms. */
+static void test_sort_order(void **state)
+{
+	static const struct lh_hist_kind two[] = { { "wakeup", "", LH_SCOPE_EVENTS },
+						   { "preempt", "", LH_SCOPE_EVENTS } };
+	static const char *const names[] = { "preempt", "zz-unknown", "wakeup" };
+	struct lh_report r;
+	uint32_t seed = 12345;
+	(void)state;
+
+	make_report(&r, NULL, 0, NULL);
+	r.meta.kinds = two;
+	r.meta.nkinds = 2;
+	r.nhists = 0;		/* without the total histogram make_report adds */
+	lh_hist_free(&r.hists[0]);
+	lh_report_index_reset(&r);
+	for (uint32_t i = 0; i < 4000; i++) {
+		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID | LH_KEY_COMM };
+		struct lh_hist *h;
+
+		seed = seed * 1103515245u + 12345u;	/* a fixed shuffle */
+		k.pid = (seed >> 8) % 50;
+		k.tid = (seed >> 16) % 40;
+		k.birth_ns = i;				/* every key distinct */
+		h = lh_report_add_hist(&r, names[(seed >> 4) % 3], &k);
+		assert_non_null(h);
+		h->count = i + 1;
+		h->slots[0] = i + 1;
+	}
+	lh_report_sort(&r);
+	assert_int_equal(r.nhists, 4000);
+	for (size_t i = 0; i < r.nhists; i++) {
+		const struct lh_hist *h = &r.hists[i];
+
+		assert_int_equal(h->slots[0], h->count);	/* moved whole */
+		assert_int_equal(h->key.birth_ns + 1, h->count);
+		if (i) {
+			const struct lh_hist *g = &r.hists[i - 1];
+			int rg = !strcmp(g->name, "wakeup") ? 0 : !strcmp(g->name, "preempt") ? 1 : 2;
+			int rh = !strcmp(h->name, "wakeup") ? 0 : !strcmp(h->name, "preempt") ? 1 : 2;
+
+			assert_true(rg <= rh);
+			if (rg == rh)
+				assert_true(g->key.pid < h->key.pid ||
+					    (g->key.pid == h->key.pid &&
+					     (g->key.tid < h->key.tid ||
+					      (g->key.tid == h->key.tid &&
+					       g->key.birth_ns < h->key.birth_ns))));
+		}
+	}
+	/* the index follows the moves */
+	for (size_t i = 0; i < r.nhists; i += 97)
+		assert_ptr_equal(lh_report_find_hist(&r, r.hists[i].name, &r.hists[i].key),
+				 &r.hists[i]);
+	lh_report_clear(&r);
+}
+
 /* lh_report_reset: the next interval's histograms get the last one's slot arrays,
  * zeroed; counters, charges and counter rows start empty; find_hist sees no old key;
  * lh_report_clear frees the spares. */
@@ -465,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_label_and_csv_escaping),
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
+		cmocka_unit_test(test_sort_order),
 		cmocka_unit_test(test_reset_reuses_storage),
 		cmocka_unit_test(test_json_layout_is_json_c),
 		cmocka_unit_test(test_accumulate_counter_rows),
