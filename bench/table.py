@@ -243,7 +243,7 @@ def section_runq():
           f"-l {LOOPS}`, {ROUNDS} rounds interleaved; median (min–max). End to end: ns added per "
           "context switch against a bench without any tracer right before it, and its ratio "
           "to runqlat.bt in the same round. Program time: the tracer's own programs with "
-          "`kernel.bpf_stats_enabled=1` (+~60 ns per run).\n")
+          "`kernel.bpf_stats_enabled=1`, whose own cost per run is in every figure (the empty programs show it).\n")
     print("| condition | added ns/switch | vs runqlat.bt | switch program ns/run | "
           "wakeup program ns/run | all programs ns/switch |")
     print("|---|---|---|---|---|---|")
