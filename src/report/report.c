@@ -32,6 +32,8 @@ static int key_cmp(const struct lh_key *a, const struct lh_key *b)
 		return c;
 	if (a->cpu != b->cpu)
 		return a->cpu < b->cpu ? -1 : 1;
+	if (a->cgroup_id != b->cgroup_id)
+		return a->cgroup_id < b->cgroup_id ? -1 : 1;
 	if ((c = strcmp(a->disk, b->disk)))
 		return c;
 	if ((c = strcmp(a->op, b->op)))
@@ -130,15 +132,20 @@ static void unify_names(struct lh_report *r)
 	free(v);
 }
 
-/* Two histograms of r, each as its name's rank << 32 | its index. */
+/* Two histograms of r, each as its name's rank << 32 | its index: by rank,
+ * key (cgroup keys by id), then index. */
 static int ranked_cmp(const void *pa, const void *pb, void *arg)
 {
 	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
 	const struct lh_hist *h = ((const struct lh_report *)arg)->hists;
+	int c;
 
 	if (a >> 32 != b >> 32)
 		return a >> 32 < b >> 32 ? -1 : 1;
-	return key_cmp(&h[(uint32_t)a].key, &h[(uint32_t)b].key);
+	if ((c = key_cmp(&h[(uint32_t)a].key, &h[(uint32_t)b].key)))
+		return c;
+	/* equal keys keep their order: qsort need not be stable */
+	return (uint32_t)a < (uint32_t)b ? -1 : 1;
 }
 
 /*

@@ -259,12 +259,14 @@ static void test_find_hist_index(void **state)
 
 /* lh_report_sort: kinds in meta.kinds order (an unknown name last), then by
  * task (pid, tid, start time); each histogram moved whole (its slots with it),
- * from a shuffled order of 4000 histograms. */
+ * from a shuffled order of 4000 histograms; cgroup keys by id, equal keys in
+ * the order they came in; one histogram. */
 static void test_sort_order(void **state)
 {
 	static const struct lh_hist_kind two[] = { { "wakeup", "", LH_SCOPE_EVENTS },
 						   { "preempt", "", LH_SCOPE_EVENTS } };
 	static const char *const names[] = { "preempt", "zz-unknown", "wakeup" };
+	static bool seen[4000];
 	struct lh_report r;
 	uint32_t seed = 12345;
 	(void)state;
@@ -293,6 +295,8 @@ static void test_sort_order(void **state)
 	for (size_t i = 0; i < r.nhists; i++) {
 		const struct lh_hist *h = &r.hists[i];
 
+		assert_true(h->count >= 1 && h->count <= 4000 && !seen[h->count - 1]);
+		seen[h->count - 1] = true;			/* each one once */
 		assert_int_equal(h->slots[0], h->count);	/* moved whole */
 		assert_int_equal(h->key.birth_ns + 1, h->count);
 		if (i) {
@@ -313,6 +317,30 @@ static void test_sort_order(void **state)
 	for (size_t i = 0; i < r.nhists; i += 97)
 		assert_ptr_equal(lh_report_find_hist(&r, r.hists[i].name, &r.hists[i].key),
 				 &r.hists[i]);
+	/* cgroup keys by id; equal keys (a merge's) keep the order they came in */
+	lh_report_clear(&r);
+	make_report(&r, NULL, 0, NULL);
+	r.nhists = 0;
+	lh_hist_free(&r.hists[0]);
+	lh_report_index_reset(&r);
+	for (uint32_t i = 0; i < 12; i++) {
+		struct lh_key k = { .fields = LH_KEY_CGROUP, .cgroup_id = 100 - i % 6 };
+		struct lh_hist *h = lh_report_add_hist(&r, "wakeup", &k);
+
+		assert_non_null(h);
+		h->count = i;
+	}
+	lh_report_sort(&r);
+	for (size_t i = 0; i < r.nhists; i++) {
+		assert_int_equal(r.hists[i].key.cgroup_id, 95 + i / 2);
+		assert_int_equal(r.hists[i].count, 5 - i / 2 + 6 * (i % 2));
+	}
+	lh_report_index_reset(&r);
+	lh_report_clear(&r);
+	make_report(&r, NULL, 0, NULL);
+	assert_int_equal(r.nhists, 1);
+	lh_report_sort(&r);				/* one histogram */
+	assert_int_equal(r.nhists, 1);
 	lh_report_clear(&r);
 }
 
