@@ -257,6 +257,21 @@ static void test_find_hist_index(void **state)
 	assert_null(r.index);
 }
 
+/* An empty runq report (make_report's, without its total histogram). */
+static void empty_report(struct lh_report *r)
+{
+	make_report(r, NULL, 0, NULL);
+	r->nhists = 0;
+	lh_hist_free(&r->hists[0]);
+	lh_report_index_reset(r);
+}
+
+/* The place test_sort_order's kinds take: wakeup, preempt, then any other. */
+static int kind_rank(const char *name)
+{
+	return !strcmp(name, "wakeup") ? 0 : !strcmp(name, "preempt") ? 1 : 2;
+}
+
 /* lh_report_sort: kinds in meta.kinds order (an unknown name last), then by
  * task (pid, tid, start time); each histogram moved whole (its slots with it),
  * from a shuffled order of 4000 histograms; cgroup keys by id, equal keys in
@@ -271,12 +286,9 @@ static void test_sort_order(void **state)
 	uint32_t seed = 12345;
 	(void)state;
 
-	make_report(&r, NULL, 0, NULL);
+	empty_report(&r);
 	r.meta.kinds = two;
 	r.meta.nkinds = 2;
-	r.nhists = 0;		/* without the total histogram make_report adds */
-	lh_hist_free(&r.hists[0]);
-	lh_report_index_reset(&r);
 	for (uint32_t i = 0; i < 4000; i++) {
 		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID | LH_KEY_COMM };
 		struct lh_hist *h;
@@ -301,8 +313,7 @@ static void test_sort_order(void **state)
 		assert_int_equal(h->key.birth_ns + 1, h->count);
 		if (i) {
 			const struct lh_hist *g = &r.hists[i - 1];
-			int rg = !strcmp(g->name, "wakeup") ? 0 : !strcmp(g->name, "preempt") ? 1 : 2;
-			int rh = !strcmp(h->name, "wakeup") ? 0 : !strcmp(h->name, "preempt") ? 1 : 2;
+			int rg = kind_rank(g->name), rh = kind_rank(h->name);
 
 			assert_true(rg <= rh);
 			if (rg == rh)
@@ -319,10 +330,7 @@ static void test_sort_order(void **state)
 				 &r.hists[i]);
 	/* cgroup keys by id; equal keys (a merge's) keep the order they came in */
 	lh_report_clear(&r);
-	make_report(&r, NULL, 0, NULL);
-	r.nhists = 0;
-	lh_hist_free(&r.hists[0]);
-	lh_report_index_reset(&r);
+	empty_report(&r);
 	for (uint32_t i = 0; i < 12; i++) {
 		struct lh_key k = { .fields = LH_KEY_CGROUP, .cgroup_id = 100 - i % 6 };
 		struct lh_hist *h = lh_report_add_hist(&r, "wakeup", &k);
@@ -335,7 +343,6 @@ static void test_sort_order(void **state)
 		assert_int_equal(r.hists[i].key.cgroup_id, 95 + i / 2);
 		assert_int_equal(r.hists[i].count, 5 - i / 2 + 6 * (i % 2));
 	}
-	lh_report_index_reset(&r);
 	lh_report_clear(&r);
 	make_report(&r, NULL, 0, NULL);
 	assert_int_equal(r.nhists, 1);
