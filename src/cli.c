@@ -858,7 +858,11 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool)
 		return -EINVAL;
 	}
 	if (o->interval_ns && o->duration_ns && o->interval_ns > o->duration_ns) {
-		lh_usage_error(tool, "-i is longer than -d; give an interval within the duration");
+		char i[32], d[32];
+
+		lh_usage_error(tool, "-i %s is longer than -d %s; give an interval within the "
+			       "duration", lh_duration_str(o->interval_ns, i, sizeof(i)),
+			       lh_duration_str(o->duration_ns, d, sizeof(d)));
 		return -EINVAL;
 	}
 	return 0;

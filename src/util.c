@@ -88,12 +88,18 @@ int lh_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *v)
 	unsigned long long x;
 	char *end;
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+	if (!s || !*s || *s == '+' || *s == ' ')
 		return -EINVAL;
+	/* a negative whole number is out of range, not malformed */
+	if (*s == '-')
+		return s[1] >= '0' && s[1] <= '9' && s[1 + strspn(s + 1, "0123456789")] == '\0' ?
+		       -ERANGE : -EINVAL;
 	errno = 0;
 	x = strtoull(s, &end, 10);
-	if (errno || *end)
+	if (*end || (errno && errno != ERANGE))
 		return -EINVAL;
+	if (errno == ERANGE)
+		return -ERANGE;
 	if (x < min || x > max)
 		return -ERANGE;
 	*v = (uint32_t)x;

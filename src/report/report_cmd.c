@@ -336,13 +336,26 @@ static bool sum_fits(const struct lh_hist *h, const struct lh_scheme *sc, uint64
 	       sum >= low && (!bounded || sum <= high);
 }
 
+/* "NAME (key F V, ...)": a histogram named for a message (a key of no
+ * fields: NAME alone); cut to len. */
+static void hist_who(char *buf, size_t len, const char *name, const struct lh_key *key)
+{
+	struct lh_kv kv[LH_MAX_KEY_FIELDS];
+	int n = lh_key_fields(key, kv);
+	size_t o = (size_t)snprintf(buf, len, "%s", name);
+
+	for (int i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s %s%s", i ? ", " : " (key ",
+				      kv[i].name, kv[i].value, i == n - 1 ? ")" : "");
+}
+
 static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
 	const struct lh_scheme *sc = &m->r.meta.scheme;
 	json_object *slots = get(jh, "slots", json_type_array);
 	uint64_t count, sum, max, bytes = 0, total = 0;
 	uint32_t top;
-	char name[16];
+	char name[16], who[16 + 400];
 	struct lh_key key;
 	struct lh_hist *h;
 	int err;
@@ -352,19 +365,20 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	err = parse_key(m, get(jh, "key", json_type_object), &key);
 	if (err)
 		return err;
+	hist_who(who, sizeof(who), name, &key);	/* the kind and its key, for messages */
 	if (key.fields != lh_tool_grouping_fields(m->desc, m->grouping))
-		return bad(m, "histogram %s: its key's fields do not fit the grouping %s", name,
+		return bad(m, "histogram %s: its key's fields do not fit the grouping %s", who,
 			   m->grouping);
 	if (!slots)
-		return bad(m, "histogram %s: slots is missing or not a list", name);
+		return bad(m, "histogram %s: slots is missing or not a list", who);
 	if (get_u64(jh, "count", &count))
-		return bad(m, "histogram %s: count is not a whole number from 0 to 2^64-1", name);
+		return bad(m, "histogram %s: count is not a whole number from 0 to 2^64-1", who);
 	if (get_u64(jh, "sum_ns", &sum))
-		return bad(m, "histogram %s: sum_ns is not a whole number from 0 to 2^64-1", name);
+		return bad(m, "histogram %s: sum_ns is not a whole number from 0 to 2^64-1", who);
 	if (get_u64(jh, "max_ns", &max))
-		return bad(m, "histogram %s: max_ns is not a whole number from 0 to 2^64-1", name);
+		return bad(m, "histogram %s: max_ns is not a whole number from 0 to 2^64-1", who);
 	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
-		return bad(m, "histogram %s: bytes is not a number", name);
+		return bad(m, "histogram %s: bytes is not a number", who);
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
 	tmp->name_ns = m->doc_start;	/* of a task's names, the earliest input's is kept */
@@ -375,7 +389,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		if (get_u64(s, "lo_ns", &lo) || get_u64(s, "count", &c) || lo % sc->unit_ns) {
 			lh_hist_free(tmp);
 			return bad(m, "histogram %s: slot %zu has no lo_ns/count of this scheme",
-				   name, i);
+				   who, i);
 		}
 		idx = lh_slot(lo / sc->unit_ns, sc->precision);
 		want_hi = lh_slot_hi((uint32_t)idx, sc->precision);	/* units; MAX: unbounded */
@@ -384,11 +398,11 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		     (get_u64(s, "hi_ns", &hi) || hi != want_hi * sc->unit_ns))) {
 			lh_hist_free(tmp);
 			return bad(m, "histogram %s: slot (%" PRIu64 " ns, ...] is not a slot of "
-				   "precision %u in %s", name, lo, sc->precision, m->unit);
+				   "precision %u in %s", who, lo, sc->precision, m->unit);
 		}
 		if (tmp->slots[idx] + c < c || total + c < c) {
 			lh_hist_free(tmp);
-			return bad(m, "histogram %s: its slots add up past 2^64-1", name);
+			return bad(m, "histogram %s: its slots add up past 2^64-1", who);
 		}
 		tmp->slots[idx] += c;
 		total += c;
@@ -396,12 +410,12 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	if (total != count) {
 		lh_hist_free(tmp);
 		return bad(m, "histogram %s: slots add up to %" PRIu64 ", count says %" PRIu64,
-			   name, total, count);
+			   who, total, count);
 	}
 	if (!sum_fits(tmp, sc, count, sum, max)) {
 		lh_hist_free(tmp);
 		return bad(m, "histogram %s: sum_ns %" PRIu64 " does not fit its slots and max_ns %"
-			   PRIu64 " (the events it counts cannot add up to it)", name, sum, max);
+			   PRIu64 " (the events it counts cannot add up to it)", who, sum, max);
 	}
 	tmp->count = count;
 	tmp->sum_ns = sum;
@@ -416,23 +430,23 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	top = top_slot(tmp);	/* the maximum lies in it: (lo, hi], slot 0 from 0 */
 	if (count && top && max <= lh_slot_lo(top, sc->precision) * sc->unit_ns) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: max_ns %" PRIu64 " is not in its highest slot", name, max);
+		return bad(m, "histogram %s: max_ns %" PRIu64 " is not in its highest slot", who, max);
 	}
 	if (count && lh_slot_hi(top, sc->precision) != UINT64_MAX &&
 	    max > lh_slot_hi(top, sc->precision) * sc->unit_ns) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: max_ns %" PRIu64 " is above its highest slot", name, max);
+		return bad(m, "histogram %s: max_ns %" PRIu64 " is above its highest slot", who, max);
 	}
 	h = lh_report_find_hist(&m->r, name, &key);
 	if (!h || hist_seen(m, (size_t)(h - m->r.hists))) {
 		lh_hist_free(tmp);
 		return h ? bad(m, "histogram %s of one key appears twice in this document: it "
-			       "would be counted twice", name) : -ENOMEM;
+			       "would be counted twice", who) : -ENOMEM;
 	}
 	if (h->count + tmp->count < h->count || h->sum_ns + tmp->sum_ns < h->sum_ns ||
 	    h->bytes + tmp->bytes < h->bytes) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: the sum of the inputs overflows 64 bits", name);
+		return bad(m, "histogram %s: the sum of the inputs overflows 64 bits", who);
 	}
 	err = lh_hist_merge(h, tmp);	/* slots, count, sum, bytes add; max is the larger */
 	if (m->heat && !strcmp(name, m->heat_hist ? m->heat_hist : m->r.meta.kinds[0].name))
@@ -1503,8 +1517,15 @@ static int add_doc(struct merge *m, json_object *doc)
 	int err;
 
 	m->line++;
-	if (get_str(doc, "schema", schema, sizeof(schema)) || strcmp(schema, LH_SCHEMA))
+	if (get_str(doc, "schema", schema, sizeof(schema)))
 		return bad(m, "not a %s document (no \"schema\": \"%s\")", LH_SCHEMA, LH_SCHEMA);
+	if (strcmp(schema, LH_SCHEMA)) {
+		char shown[4 * sizeof(schema)];
+
+		lh_printable(schema, strlen(schema), shown, sizeof(shown));
+		return bad(m, "\"schema\" is \"%s\", and this lathist reads %s only",
+			   shown, LH_SCHEMA);
+	}
 	hs = get(meta, "hist_scheme", json_type_object);
 	hists = get(doc, "histograms", json_type_array);
 	loss = get(doc, "loss", json_type_object);

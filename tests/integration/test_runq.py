@@ -587,6 +587,8 @@ BAD = [
     (["--label", "a=1"], 2, "--label is for metrics"),
     (["-d", "1us"], 2, "-d '1us': too short"),
     (["-i", "99999999999"], 2, "too long"),
+    (["-i", "5", "-d", "1"], 2, "-i 5s is longer than -d 1s"),
+    (["--precision", "-1"], 2, "--precision '-1': out of range; give 0 to 5"),
 ]
 
 

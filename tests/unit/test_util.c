@@ -61,9 +61,11 @@ static void test_u32_and_unit(void **state)
 	assert_int_equal(lh_parse_u32("5", 0, 5, &v), 0);
 	assert_int_equal(v, 5);
 	assert_int_equal(lh_parse_u32("6", 0, 5, &v), -ERANGE);
-	assert_int_equal(lh_parse_u32("-1", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("-1", 0, 5, &v), -ERANGE);
+	assert_int_equal(lh_parse_u32("-", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("-1x", 0, 5, &v), -EINVAL);
 	assert_int_equal(lh_parse_u32("1x", 0, 5, &v), -EINVAL);
-	assert_int_equal(lh_parse_u32("99999999999999999999", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("99999999999999999999", 0, 5, &v), -ERANGE);
 	assert_int_equal(lh_parse_unit("ns", &u), 0);
 	assert_true(u == 1);
 	assert_int_equal(lh_parse_unit("ms", &u), 0);
