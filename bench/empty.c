@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Attach bench/empty.bpf.c's sched or block programs, print "attached", wait for a signal. */
+/* Attach bench/empty.bpf.c's sched or block programs, print "attached", wait for a signal.
+ * "empty sched-clock": the sched programs each read the clock once a run. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,7 @@ int main(int argc, char **argv)
 
 	if (!skel)
 		return 1;
+	skel->rodata->read_clock = argc > 1 && !strcmp(argv[1], "sched-clock");
 	bpf_program__set_autoload(skel->progs.empty_wakeup, !block);
 	bpf_program__set_autoload(skel->progs.empty_wakeup_new, !block);
 	bpf_program__set_autoload(skel->progs.empty_switch, !block);

@@ -55,6 +55,9 @@ BIOLATENCY = os.environ.get("BIOLATENCY", "/usr/sbin/biolatency")
 FORKS = int(os.environ.get("FORKS", "2000"))
 ONLY = {int(x) for x in os.environ.get("ONLY", "").split(",") if x}
 RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
+# the empty programs, each reading bpf_ktime_get_ns() once a run: what timing every
+# wakeup and switch costs at the least
+CLOCK_FLOOR = "3 tp_btf programs reading the clock once (clock floor)"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -187,6 +190,7 @@ def runq_conditions(bt):
     shm = tempfile.mkdtemp(prefix="lathist-bench-", dir="/dev/shm")
     c = {
         "3 empty tp_btf programs (floor)": lambda: Tracer([EMPTY, "sched"], "attached"),
+        CLOCK_FLOOR: lambda: Tracer([EMPTY, "sched-clock"], "attached"),
         "lathist runq": lambda: Tracer([LATHIST, "runq"], "Tracing"),
         "lathist runq --per-thread": lambda: Tracer([LATHIST, "runq", "--per-thread"], "Tracing"),
         "lathist runq --slower-than 1ms": lambda: Tracer(
@@ -250,6 +254,13 @@ def section_runq():
     for n, g in got.items():
         print(f"| {n} | {cell(g['e2e'])} | {cell(g['ratio'], '{:.2f}x')} | {cell(g['sw'])} | "
               f"{cell(g['wk'])} | {cell(g['per'])} |")
+    per_ratio = {n: [a / b for a, b in zip(got[n]["per"], got[ref]["per"])]
+                 for n in (CLOCK_FLOOR, "lathist runq")}
+    print(f"\nProgram time per switch against runqlat.bt's, per round: lathist runq "
+          f"{cell(per_ratio['lathist runq'], '{:.2f}x')}; the clock floor "
+          f"{cell(per_ratio[CLOCK_FLOOR], '{:.2f}x')}, which no tracer that reads "
+          "bpf_ktime_get_ns() at every wakeup and switch (lathist and runqlat.bt both do) "
+          "goes under.")
 
 
 def section_threads():
