@@ -22,6 +22,18 @@ static int task_cmp(const struct lh_key *a, const struct lh_key *b)
 	return 0;
 }
 
+const char *const lh_op_names[LH_NR_OPS] = { "read", "write", "flush", "discard", "other" };
+
+/* The place of an operation name in lh_op_names (LH_NR_OPS: not there). */
+static int op_rank(const char *op)
+{
+	int i;
+
+	for (i = 0; i < LH_NR_OPS && strcmp(lh_op_names[i], op); i++)
+		;
+	return i;
+}
+
 static int key_cmp(const struct lh_key *a, const struct lh_key *b)
 {
 	int c;
@@ -35,6 +47,8 @@ static int key_cmp(const struct lh_key *a, const struct lh_key *b)
 	if (a->cgroup_id != b->cgroup_id)
 		return a->cgroup_id < b->cgroup_id ? -1 : 1;
 	if ((c = strcmp(a->disk, b->disk)))
+		return c;
+	if ((a->fields & LH_KEY_OP) && (c = op_rank(a->op) - op_rank(b->op)))
 		return c;
 	if ((c = strcmp(a->op, b->op)))
 		return c;

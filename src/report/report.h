@@ -270,6 +270,12 @@ int lh_key_fields(const struct lh_key *k, struct lh_kv out[LH_MAX_KEY_FIELDS]);
 /* The names of every key field, in lh_key_fields order (CSV columns). */
 extern const char *const lh_key_field_names[LH_MAX_KEY_FIELDS];
 
+/* A key's block operation names (bio --per-op), in enum bio_op order: the
+ * kernel's REQ_OP numbers (read 0, write 1, flush 2, discard 3), then other.
+ * Keys sort in this order; a name not here (from a report input) after them. */
+#define LH_NR_OPS 5
+extern const char *const lh_op_names[LH_NR_OPS];
+
 /* "(lo, hi]" of slot s in meta's unit into buf (len bytes): upper bounds
  * inclusive (include/hist_slot.h), slot 0 "[0, hi]", the last "(lo, inf)". */
 const char *lh_slot_range(char *buf, size_t len, int s, const struct lh_meta *m);

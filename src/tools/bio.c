@@ -37,7 +37,7 @@ const struct lh_hist_kind bio_kinds[BIO_NR_HISTS] = {
 	{ "total", "total (created to completed; device time when there is no queue stage)", LH_SCOPE_EVENTS },
 };
 
-static const char *const op_names[] = { "read", "write", "flush", "discard", "other" };
+_Static_assert(BIO_OP_OTHER == LH_NR_OPS - 1, "lh_op_names is in enum bio_op order");
 
 enum {
 	OPT_PER_PROCESS = LH_OPT_TOOL_BASE,
@@ -543,7 +543,7 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 	}
 	if (x->o->group & BIO_GROUP_OP) {
 		key.fields |= LH_KEY_OP;
-		snprintf(key.op, sizeof(key.op), "%s", op_names[bk->op <= BIO_OP_OTHER ? bk->op :
+		snprintf(key.op, sizeof(key.op), "%s", lh_op_names[bk->op <= BIO_OP_OTHER ? bk->op :
 								  BIO_OP_OTHER]);
 	}
 	if (x->o->group & BIO_GROUP_CGROUP) {
@@ -678,7 +678,7 @@ static void text_stage(struct lh_line *l, unsigned long long ns, double unit_ns)
 int bio_record_line(const struct bio_record *r, const char *disk, bool json, uint64_t unit_ns,
 		    const char *unit, char *buf, size_t len)
 {
-	const char *op = op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
+	const char *op = lh_op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
 	double u = (double)unit_ns;
 	char comm[65];
 	struct lh_line l;

@@ -343,6 +343,30 @@ static void test_sort_order(void **state)
 		assert_int_equal(r.hists[i].key.cgroup_id, 95 + i / 2);
 		assert_int_equal(r.hists[i].count, 5 - i / 2 + 6 * (i % 2));
 	}
+	/* operations in the kernel's REQ_OP order, other last, then names not known
+	 * (from a report input) by name; a disk's come together */
+	lh_report_clear(&r);
+	empty_report(&r);
+	{
+		static const char *const in[] = { "other", "zz", "write", "discard", "aa",
+						  "read", "flush" };
+		static const char *const want[] = { "read", "write", "flush", "discard",
+						    "other", "aa", "zz" };
+
+		for (int d = 1; d >= 0; d--)
+			for (size_t i = 0; i < 7; i++) {
+				struct lh_key k = { .fields = LH_KEY_DISK | LH_KEY_OP };
+
+				snprintf(k.disk, sizeof(k.disk), "vd%c", 'a' + d);
+				snprintf(k.op, sizeof(k.op), "%s", in[i]);
+				assert_non_null(lh_report_add_hist(&r, "wakeup", &k));
+			}
+		lh_report_sort(&r);
+		for (size_t i = 0; i < r.nhists; i++) {
+			assert_string_equal(r.hists[i].key.disk, i < 7 ? "vda" : "vdb");
+			assert_string_equal(r.hists[i].key.op, want[i % 7]);
+		}
+	}
 	lh_report_clear(&r);
 	make_report(&r, NULL, 0, NULL);
 	assert_int_equal(r.nhists, 1);
