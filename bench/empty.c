@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Attach bench/empty.bpf.c's sched or block programs, print "attached", wait for a signal.
- * "empty sched-clock": the sched programs each read the clock once a run. */
+/* Attach bench/empty.bpf.c's sched (default), sched-clock (the sched programs that
+ * each read the clock once a run) or block programs, print "attached", wait for a
+ * signal. Exit 2 for any other argument. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,15 +19,23 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-	struct empty_bpf *skel = empty_bpf__open();
-	bool block = argc > 1 && !strcmp(argv[1], "block");
+	const char *what = argc > 1 ? argv[1] : "sched";
+	bool block = !strcmp(what, "block"), clock = !strcmp(what, "sched-clock");
+	struct empty_bpf *skel;
 
+	if (argc > 2 || (!block && !clock && strcmp(what, "sched"))) {
+		fprintf(stderr, "empty: '%s': give sched, sched-clock or block\n", what);
+		return 2;
+	}
+	skel = empty_bpf__open();
 	if (!skel)
 		return 1;
-	skel->rodata->read_clock = argc > 1 && !strcmp(argv[1], "sched-clock");
-	bpf_program__set_autoload(skel->progs.empty_wakeup, !block);
-	bpf_program__set_autoload(skel->progs.empty_wakeup_new, !block);
-	bpf_program__set_autoload(skel->progs.empty_switch, !block);
+	bpf_program__set_autoload(skel->progs.empty_wakeup, !block && !clock);
+	bpf_program__set_autoload(skel->progs.empty_wakeup_new, !block && !clock);
+	bpf_program__set_autoload(skel->progs.empty_switch, !block && !clock);
+	bpf_program__set_autoload(skel->progs.clock_wakeup, clock);
+	bpf_program__set_autoload(skel->progs.clock_wakeup_new, clock);
+	bpf_program__set_autoload(skel->progs.clock_switch, clock);
 	bpf_program__set_autoload(skel->progs.empty_io_start, block);
 	bpf_program__set_autoload(skel->progs.empty_rq_issue, block);
 	bpf_program__set_autoload(skel->progs.empty_rq_complete, block);

@@ -85,22 +85,19 @@ const char *lh_duration_str(uint64_t ns, char *buf, size_t len)
 
 int lh_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *v)
 {
-	unsigned long long x;
-	char *end;
+	unsigned long long x = 0;
+	bool neg = s && *s == '-';
+	const char *d = s ? s + neg : NULL;
 
-	if (!s || !*s || *s == '+' || *s == ' ')
+	/* digits only: strtoull would also take leading white space and a sign */
+	if (!d || !*d || d[strspn(d, "0123456789")])
 		return -EINVAL;
-	/* a negative whole number is out of range, not malformed */
-	if (*s == '-')
-		return s[1] >= '0' && s[1] <= '9' && s[1 + strspn(s + 1, "0123456789")] == '\0' ?
-		       -ERANGE : -EINVAL;
 	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (*end || (errno && errno != ERANGE))
-		return -EINVAL;
-	if (errno == ERANGE)
+	if (!neg)
+		x = strtoull(d, NULL, 10);
+	else if (d[strspn(d, "0")])	/* below 0 ("-0" is 0) */
 		return -ERANGE;
-	if (x < min || x > max)
+	if (errno == ERANGE || x < min || x > max)
 		return -ERANGE;
 	*v = (uint32_t)x;
 	return 0;

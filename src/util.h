@@ -21,8 +21,9 @@ int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns);
  * unit below it with decimals ("1.048576s"); into buf (len bytes), returned. */
 const char *lh_duration_str(uint64_t ns, char *buf, size_t len);
 
-/* Parse an unsigned decimal in [min, max]; -EINVAL when s is not a whole number,
- * -ERANGE when it is one outside [min, max] (a negative one too). */
+/* Parse a decimal in [min, max]: digits, with an optional leading '-' (no white
+ * space, no '+'). -EINVAL when s is not that, -ERANGE when it is a whole number
+ * outside [min, max] (a negative one too; "-0" is 0). */
 int lh_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *v);
 
 /* Parse a unit name ns|us|ms into nanoseconds per unit; -EINVAL otherwise. */

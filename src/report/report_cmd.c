@@ -113,8 +113,22 @@ static int vsay(struct merge *m, const char *fix, const char *fmt, va_list ap)
 	return -EINVAL;
 }
 
+/* vsay with a fix of its own. -EINVAL. */
+static __attribute__((format(printf, 3, 4)))
+int say(struct merge *m, const char *fix, const char *fmt, ...)
+{
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = vsay(m, fix, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 /* A document that is not what lathist -f json writes. */
-static int bad(struct merge *m, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3)))
+int bad(struct merge *m, const char *fmt, ...)
 {
 	va_list ap;
 	int err;
@@ -336,17 +350,30 @@ static bool sum_fits(const struct lh_hist *h, const struct lh_scheme *sc, uint64
 	       sum >= low && (!bounded || sum <= high);
 }
 
-/* "NAME (key F V, ...)": a histogram named for a message (a key of no
- * fields: NAME alone); cut to len. */
-static void hist_who(char *buf, size_t len, const char *name, const struct lh_key *key)
+/*
+ * bad() for histogram name of key: "histogram NAME: PROBLEM (key F V, ...)",
+ * the key last (each value cut at 64 bytes: a cgroup path can be long), so
+ * that a message cut to vsay's length loses the key, not the problem. Made
+ * only on an error: a good histogram pays nothing for it. -EINVAL.
+ */
+static __attribute__((format(printf, 4, 5)))
+int bad_hist(struct merge *m, const char *name, const struct lh_key *key, const char *fmt, ...)
 {
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	int n = lh_key_fields(key, kv);
-	size_t o = (size_t)snprintf(buf, len, "%s", name);
+	char problem[256], keys[LH_MAX_KEY_FIELDS * (16 + 64 + 8)];
+	size_t o = 0;
+	va_list ap;
 
-	for (int i = 0; i < n && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%s %s%s", i ? ", " : " (key ",
-				      kv[i].name, kv[i].value, i == n - 1 ? ")" : "");
+	va_start(ap, fmt);
+	vsnprintf(problem, sizeof(problem), fmt, ap);
+	va_end(ap);
+	keys[0] = '\0';
+	for (int i = 0; i < n && o < sizeof(keys); i++)
+		o += (size_t)snprintf(keys + o, sizeof(keys) - o, "%s%s %.64s%s",
+				      i ? ", " : " (key ", kv[i].name, kv[i].value,
+				      i == n - 1 ? ")" : "");
+	return bad(m, "histogram %s: %s%s", name, problem, keys);
 }
 
 static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
@@ -355,7 +382,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	json_object *slots = get(jh, "slots", json_type_array);
 	uint64_t count, sum, max, bytes = 0, total = 0;
 	uint32_t top;
-	char name[16], who[16 + 400];
+	char name[16];
 	struct lh_key key;
 	struct lh_hist *h;
 	int err;
@@ -365,20 +392,18 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	err = parse_key(m, get(jh, "key", json_type_object), &key);
 	if (err)
 		return err;
-	hist_who(who, sizeof(who), name, &key);	/* the kind and its key, for messages */
 	if (key.fields != lh_tool_grouping_fields(m->desc, m->grouping))
-		return bad(m, "histogram %s: its key's fields do not fit the grouping %s", who,
-			   m->grouping);
+		return bad_hist(m, name, &key, "its key's fields do not fit the grouping %s", m->grouping);
 	if (!slots)
-		return bad(m, "histogram %s: slots is missing or not a list", who);
+		return bad_hist(m, name, &key, "slots is missing or not a list");
 	if (get_u64(jh, "count", &count))
-		return bad(m, "histogram %s: count is not a whole number from 0 to 2^64-1", who);
+		return bad_hist(m, name, &key, "count is not a whole number from 0 to 2^64-1");
 	if (get_u64(jh, "sum_ns", &sum))
-		return bad(m, "histogram %s: sum_ns is not a whole number from 0 to 2^64-1", who);
+		return bad_hist(m, name, &key, "sum_ns is not a whole number from 0 to 2^64-1");
 	if (get_u64(jh, "max_ns", &max))
-		return bad(m, "histogram %s: max_ns is not a whole number from 0 to 2^64-1", who);
+		return bad_hist(m, name, &key, "max_ns is not a whole number from 0 to 2^64-1");
 	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
-		return bad(m, "histogram %s: bytes is not a number", who);
+		return bad_hist(m, name, &key, "bytes is not a number");
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
 	tmp->name_ns = m->doc_start;	/* of a task's names, the earliest input's is kept */
@@ -388,8 +413,8 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 
 		if (get_u64(s, "lo_ns", &lo) || get_u64(s, "count", &c) || lo % sc->unit_ns) {
 			lh_hist_free(tmp);
-			return bad(m, "histogram %s: slot %zu has no lo_ns/count of this scheme",
-				   who, i);
+			return bad_hist(m, name, &key, "slot %zu has no lo_ns/count of this scheme",
+				   i);
 		}
 		idx = lh_slot(lo / sc->unit_ns, sc->precision);
 		want_hi = lh_slot_hi((uint32_t)idx, sc->precision);	/* units; MAX: unbounded */
@@ -397,25 +422,25 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		    (want_hi != UINT64_MAX &&
 		     (get_u64(s, "hi_ns", &hi) || hi != want_hi * sc->unit_ns))) {
 			lh_hist_free(tmp);
-			return bad(m, "histogram %s: slot (%" PRIu64 " ns, ...] is not a slot of "
-				   "precision %u in %s", who, lo, sc->precision, m->unit);
+			return bad_hist(m, name, &key, "slot (%" PRIu64 " ns, ...] is not a slot of "
+				   "precision %u in %s", lo, sc->precision, m->unit);
 		}
 		if (tmp->slots[idx] + c < c || total + c < c) {
 			lh_hist_free(tmp);
-			return bad(m, "histogram %s: its slots add up past 2^64-1", who);
+			return bad_hist(m, name, &key, "its slots add up past 2^64-1");
 		}
 		tmp->slots[idx] += c;
 		total += c;
 	}
 	if (total != count) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: slots add up to %" PRIu64 ", count says %" PRIu64,
-			   who, total, count);
+		return bad_hist(m, name, &key, "slots add up to %" PRIu64 ", count says %" PRIu64,
+			   total, count);
 	}
 	if (!sum_fits(tmp, sc, count, sum, max)) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: sum_ns %" PRIu64 " does not fit its slots and max_ns %"
-			   PRIu64 " (the events it counts cannot add up to it)", who, sum, max);
+		return bad_hist(m, name, &key, "sum_ns %" PRIu64 " does not fit its slots and max_ns %"
+			   PRIu64 " (the events it counts cannot add up to it)", sum, max);
 	}
 	tmp->count = count;
 	tmp->sum_ns = sum;
@@ -430,23 +455,23 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	top = top_slot(tmp);	/* the maximum lies in it: (lo, hi], slot 0 from 0 */
 	if (count && top && max <= lh_slot_lo(top, sc->precision) * sc->unit_ns) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: max_ns %" PRIu64 " is not in its highest slot", who, max);
+		return bad_hist(m, name, &key, "max_ns %" PRIu64 " is not in its highest slot", max);
 	}
 	if (count && lh_slot_hi(top, sc->precision) != UINT64_MAX &&
 	    max > lh_slot_hi(top, sc->precision) * sc->unit_ns) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: max_ns %" PRIu64 " is above its highest slot", who, max);
+		return bad_hist(m, name, &key, "max_ns %" PRIu64 " is above its highest slot", max);
 	}
 	h = lh_report_find_hist(&m->r, name, &key);
 	if (!h || hist_seen(m, (size_t)(h - m->r.hists))) {
 		lh_hist_free(tmp);
-		return h ? bad(m, "histogram %s of one key appears twice in this document: it "
-			       "would be counted twice", who) : -ENOMEM;
+		return h ? bad_hist(m, name, &key, "it appears twice in this document, "
+				    "and would be counted twice") : -ENOMEM;
 	}
 	if (h->count + tmp->count < h->count || h->sum_ns + tmp->sum_ns < h->sum_ns ||
 	    h->bytes + tmp->bytes < h->bytes) {
 		lh_hist_free(tmp);
-		return bad(m, "histogram %s: the sum of the inputs overflows 64 bits", who);
+		return bad_hist(m, name, &key, "the sum of the inputs overflows 64 bits");
 	}
 	err = lh_hist_merge(h, tmp);	/* slots, count, sum, bytes add; max is the larger */
 	if (m->heat && !strcmp(name, m->heat_hist ? m->heat_hist : m->r.meta.kinds[0].name))
@@ -1510,22 +1535,19 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 /* One document: checked, then merged into m (an error leaves m to be freed). */
 static int add_doc(struct merge *m, json_object *doc)
 {
-	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss;
+	json_object *meta = get(doc, "meta", json_type_object), *hs, *hists, *loss, *js;
 	uint64_t start = 0, dur = 0, ncpus = 0;
-	char schema[16];
 	struct lh_hist tmp;
 	int err;
 
 	m->line++;
-	if (get_str(doc, "schema", schema, sizeof(schema)))
+	if (!(js = get(doc, "schema", json_type_string)))
 		return bad(m, "not a %s document (no \"schema\": \"%s\")", LH_SCHEMA, LH_SCHEMA);
-	if (strcmp(schema, LH_SCHEMA)) {
-		char shown[4 * sizeof(schema)];
-
-		lh_printable(schema, strlen(schema), shown, sizeof(shown));
-		return bad(m, "\"schema\" is \"%s\", and this lathist reads %s only",
-			   shown, LH_SCHEMA);
-	}
+	if (strcmp(json_object_get_string(js), LH_SCHEMA))
+		return say(m, "read it with the lathist that wrote it, or give a " LH_SCHEMA
+			   " file", "\"schema\" is \"%.32s%s\", and this lathist reads "
+			   LH_SCHEMA " only", json_object_get_string(js),
+			   json_object_get_string_len(js) > 32 ? "..." : "");
 	hs = get(meta, "hist_scheme", json_type_object);
 	hists = get(doc, "histograms", json_type_array);
 	loss = get(doc, "loss", json_type_object);

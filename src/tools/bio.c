@@ -37,7 +37,10 @@ const struct lh_hist_kind bio_kinds[BIO_NR_HISTS] = {
 	{ "total", "total (created to completed; device time when there is no queue stage)", LH_SCOPE_EVENTS },
 };
 
-_Static_assert(BIO_OP_OTHER == LH_NR_OPS - 1, "lh_op_names is in enum bio_op order");
+/* lh_op_names lists read, write, flush, discard, other: enum bio_op's order */
+_Static_assert(BIO_OP_READ == 0 && BIO_OP_WRITE == 1 && BIO_OP_FLUSH == 2 &&
+	       BIO_OP_DISCARD == 3 && BIO_OP_OTHER == 4 && LH_NR_OPS == 5,
+	       "lh_op_names is in enum bio_op order");
 
 enum {
 	OPT_PER_PROCESS = LH_OPT_TOOL_BASE,

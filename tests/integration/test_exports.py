@@ -469,6 +469,7 @@ def test_report_refuses_bad_files():
         "array": "[1, 2]",
         "NUL": text[:10] + "\0" + text[10:],
         "schema": mutate(lambda d: d.update(schema="lathist/9")),
+        "long schema": mutate(lambda d: d.update(schema="lathist/" + "9" * 40)),
         "negative": mutate(lambda d: d["histograms"][0].update(count=-1)),
         "huge": mutate(lambda d: d["histograms"][0]["slots"][0].update(count=2 ** 70)),
         # what a newcomer's hand edits got through (each printed a wrong value, exit 0)
@@ -533,8 +534,11 @@ def test_report_refuses_bad_files():
     }
     # what the message names: the schema found, the histogram's key
     first = json.loads(text)["histograms"][0]
-    names = {"schema": '"schema" is "lathist/9", and this lathist reads lathist/1 only',
-             "sum mismatch": f"histogram {first['name']} (key tid {first['key']['tid']}, "
+    names = {"schema": '"schema" is "lathist/9", and this lathist reads lathist/1 only; read '
+                       'it with the lathist that wrote it',
+             "long schema": '"schema" is "lathist/' + "9" * 24 + '...", and this',
+             "sum mismatch": f"histogram {first['name']}: slots add up to {first['count']}, "
+                             f"count says {first['count'] + 1} (key tid {first['key']['tid']}, "
                              f"pid {first['key']['pid']}, "}
     # a total (not per process/thread) document charges no key
     rc, out, err = run("runq", "-f", "json", "-d", "0.2")

@@ -63,6 +63,14 @@ static void test_u32_and_unit(void **state)
 	assert_int_equal(lh_parse_u32("6", 0, 5, &v), -ERANGE);
 	assert_int_equal(lh_parse_u32("-1", 0, 5, &v), -ERANGE);
 	assert_int_equal(lh_parse_u32("-", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("-0", 0, 5, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(lh_parse_u32("-00", 1, 5, &v), -ERANGE);
+	assert_int_equal(lh_parse_u32(" 5", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("\t5", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("5 ", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("+5", 0, 5, &v), -EINVAL);
+	assert_int_equal(lh_parse_u32("", 0, 5, &v), -EINVAL);
 	assert_int_equal(lh_parse_u32("-1x", 0, 5, &v), -EINVAL);
 	assert_int_equal(lh_parse_u32("1x", 0, 5, &v), -EINVAL);
 	assert_int_equal(lh_parse_u32("99999999999999999999", 0, 5, &v), -ERANGE);
