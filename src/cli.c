@@ -32,7 +32,7 @@ const char lh_common_help[] =
 	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
 	"                         owner) instead of stdout; - is stdout\n"
 	"      --attach TYPE      auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
-	"      --max-keys N       entries of the per-process/per-thread histogram map\n"
+	"      --max-keys N       entries of the keyed histogram map (the --per-* groupings)\n"
 	"                         (default: sized to the threads or processes running at\n"
 	"                         start, -v says how; overflow is counted as hist_map_full)\n"
 	"      --slower-than DUR  also emit one record per event at or over DUR (e.g. 10ms,\n"
@@ -47,7 +47,7 @@ const char lh_common_help[] =
 	"                         report, --heatmap)\n"
 	"      --anonymize        pids, tids and task names as stable salted hashes\n"
 	"      --buckets SPEC     metrics (-f openmetrics/prometheus): the le buckets, a range\n"
-	"                         MIN..MAX (default 1us..1m) or slot bounds, e.g. 1ms,4ms\n"
+	"                         MIN..MAX (default 1us..1m) or slot bounds, e.g. 256us,1024us\n"
 	"      --label NAME=VALUE metrics: a label on every series (repeatable); each also\n"
 	"                         gets lathist_run (the grouping and filters)\n"
 	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
@@ -403,7 +403,7 @@ static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *to
 		if (lh_parse_duration(min, true, &o->le_min_ns) ||
 		    lh_parse_duration(dots + 2, false, &o->le_max_ns) || o->le_max_ns < o->le_min_ns) {
 			lh_usage_error(tool, "--buckets '%s': not a range; give MIN..MAX durations, "
-				       "e.g. 1us..1m, or bounds, e.g. 100us,1ms,10ms", arg);
+				       "e.g. 1us..1m, or slot bounds, e.g. 256us,1024us", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -422,7 +422,7 @@ static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *to
 	free(copy);
 	if (err || !o->nle) {
 		lh_usage_error(tool, "--buckets '%s': not a list of bounds; give up to %d "
-			       "ascending durations, e.g. 100us,1ms,10ms, or a range MIN..MAX",
+			       "ascending slot bounds, e.g. 256us,1024us, or a range MIN..MAX",
 			       arg, LH_MAX_LE);
 		return -EINVAL;
 	}
@@ -473,7 +473,7 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 	}
 	for (int i = 0; i < o->nlabels; i++)
 		if (!strcmp(o->labels[i].name, name)) {
-			lh_usage_error(tool, "--label '%s': %s given twice", arg, name);
+			lh_usage_error(tool, "--label '%s': %s given twice; give each label once", arg, name);
 			return -EINVAL;
 		}
 	snprintf(o->labels[o->nlabels].name, sizeof(o->labels[0].name), "%s", name);

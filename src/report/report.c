@@ -24,14 +24,20 @@ static int task_cmp(const struct lh_key *a, const struct lh_key *b)
 
 const char *const lh_op_names[LH_NR_OPS] = { "read", "write", "flush", "discard", "other" };
 
+int lh_op_index(const char *op)
+{
+	for (int i = 0; i < LH_NR_OPS; i++)
+		if (!strcmp(lh_op_names[i], op))
+			return i;
+	return -1;
+}
+
 /* The place of an operation name in lh_op_names (LH_NR_OPS: not there). */
 static int op_rank(const char *op)
 {
-	int i;
+	int i = lh_op_index(op);
 
-	for (i = 0; i < LH_NR_OPS && strcmp(lh_op_names[i], op); i++)
-		;
-	return i;
+	return i < 0 ? LH_NR_OPS : i;
 }
 
 static int key_cmp(const struct lh_key *a, const struct lh_key *b)

@@ -272,9 +272,12 @@ extern const char *const lh_key_field_names[LH_MAX_KEY_FIELDS];
 
 /* A key's block operation names (bio --per-op), in enum bio_op order: the
  * kernel's REQ_OP numbers (read 0, write 1, flush 2, discard 3), then other.
- * Keys sort in this order; a name not here (from a report input) after them. */
+ * Keys sort in this order (lathist report refuses any other name). */
 #define LH_NR_OPS 5
 extern const char *const lh_op_names[LH_NR_OPS];
+
+/* The index of op in lh_op_names; -1 when it is not there. */
+int lh_op_index(const char *op);
 
 /* "(lo, hi]" of slot s in meta's unit into buf (len bytes): upper bounds
  * inclusive (include/hist_slot.h), slot 0 "[0, hi]", the last "(lo, inf)". */

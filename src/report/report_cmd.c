@@ -60,6 +60,7 @@ struct merge {
 	uint64_t first_start, last_end;	/* realtime ns */
 	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
 	uint64_t doc_paired;		/* its paired histograms' counts (registry paired_hists) */
+	uint64_t doc_ncpus;		/* its meta.ncpus (possible CPUs; 0: not given) */
 	int oncpu_docs;			/* inputs with on-CPU slices (--oncpu) */
 	int ndocs;
 	const char *path;		/* file being read, for messages */
@@ -253,8 +254,13 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 		key->fields |= LH_KEY_DISK;
 	}
 	if (json_object_object_get_ex(k, "op", NULL)) {
-		if (get_str(k, "op", key->op, sizeof(key->op)))
-			return bad(m, "key field op is not an operation name");
+		json_object *op = get(k, "op", json_type_string);
+
+		if (!op || lh_op_index(json_object_get_string(op)) < 0)
+			return bad(m, "key field op is \"%.16s\", not an operation lathist writes "
+				   "(read, write, flush, discard, other)",
+				   op ? json_object_get_string(op) : "(not a string)");
+		snprintf(key->op, sizeof(key->op), "%s", json_object_get_string(op));
 		key->fields |= LH_KEY_OP;
 	}
 	if (json_object_object_get_ex(k, "cgroup", NULL) ||
@@ -394,6 +400,10 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return err;
 	if (key.fields != lh_tool_grouping_fields(m->desc, m->grouping))
 		return bad_hist(m, name, &key, "its key's fields do not fit the grouping %s", m->grouping);
+	/* meta.ncpus counts the possible CPUs: every CPU number is below it */
+	if ((key.fields & LH_KEY_CPU) && m->doc_ncpus && key.cpu >= m->doc_ncpus)
+		return bad_hist(m, name, &key, "its key's cpu %u is not below meta.ncpus %" PRIu64,
+				key.cpu, m->doc_ncpus);
 	if (!slots)
 		return bad_hist(m, name, &key, "slots is missing or not a list");
 	if (get_u64(jh, "count", &count))
@@ -403,7 +413,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	if (get_u64(jh, "max_ns", &max))
 		return bad_hist(m, name, &key, "max_ns is not a whole number from 0 to 2^64-1");
 	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
-		return bad_hist(m, name, &key, "bytes is not a number");
+		return bad_hist(m, name, &key, "bytes is not a whole number from 0 to 2^64-1");
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
 	tmp->name_ns = m->doc_start;	/* of a task's names, the earliest input's is kept */
@@ -437,6 +447,17 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad_hist(m, name, &key, "slots add up to %" PRIu64 ", count says %" PRIu64,
 			   total, count);
 	}
+	/* the max first: a sum is judged against it */
+	top = top_slot(tmp);	/* the maximum lies in it: (lo, hi], slot 0 from 0 */
+	if (count && top && max <= lh_slot_lo(top, sc->precision) * sc->unit_ns) {
+		lh_hist_free(tmp);
+		return bad_hist(m, name, &key, "max_ns %" PRIu64 " is not in its highest slot", max);
+	}
+	if (count && lh_slot_hi(top, sc->precision) != UINT64_MAX &&
+	    max > lh_slot_hi(top, sc->precision) * sc->unit_ns) {
+		lh_hist_free(tmp);
+		return bad_hist(m, name, &key, "max_ns %" PRIu64 " is above its highest slot", max);
+	}
 	if (!sum_fits(tmp, sc, count, sum, max)) {
 		lh_hist_free(tmp);
 		return bad_hist(m, name, &key, "sum_ns %" PRIu64 " does not fit its slots and max_ns %"
@@ -451,16 +472,6 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	if (!known_hist(m, name)) {
 		lh_hist_free(tmp);
 		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
-	}
-	top = top_slot(tmp);	/* the maximum lies in it: (lo, hi], slot 0 from 0 */
-	if (count && top && max <= lh_slot_lo(top, sc->precision) * sc->unit_ns) {
-		lh_hist_free(tmp);
-		return bad_hist(m, name, &key, "max_ns %" PRIu64 " is not in its highest slot", max);
-	}
-	if (count && lh_slot_hi(top, sc->precision) != UINT64_MAX &&
-	    max > lh_slot_hi(top, sc->precision) * sc->unit_ns) {
-		lh_hist_free(tmp);
-		return bad_hist(m, name, &key, "max_ns %" PRIu64 " is above its highest slot", max);
 	}
 	h = lh_report_find_hist(&m->r, name, &key);
 	if (!h || hist_seen(m, (size_t)(h - m->r.hists))) {
@@ -1578,6 +1589,7 @@ static int add_doc(struct merge *m, json_object *doc)
 			return -ENOMEM;
 	}
 	m->doc_paired = 0;
+	m->doc_ncpus = ncpus;
 	for (size_t i = 0; i < json_object_array_length(hists); i++)
 		if ((err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp)))
 			return err;

@@ -255,6 +255,10 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			break;
 		}
 		case OPT_MAX_REQUESTS:
+			if (o->max_requests) {
+				lh_usage_error(TOOL, "--max-requests given twice; give one size");
+				return -EINVAL;
+			}
 			if (lh_parse_u32(optarg, 1, 1U << 22, &o->max_requests)) {
 				lh_usage_error(TOOL, "--max-requests '%s': give a number from 1 to "
 					       "4194304", optarg);

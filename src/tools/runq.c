@@ -231,6 +231,10 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 			err = 0;
 			break;
 		case OPT_MAX_TASKS:
+			if (o->max_tasks) {
+				lh_usage_error(TOOL, "--max-tasks given twice; give one size");
+				return -EINVAL;
+			}
 			err = lh_parse_u32(optarg, 1, 1U << 24, &o->max_tasks);
 			if (err)
 				lh_usage_error(TOOL, "--max-tasks '%s': give a number from 1 to 16777216",

@@ -334,6 +334,7 @@ BAD = [
     (["--precision", "9"], "0 to 4"),
     (["--precision", "5"], "0 to 4"),
     (["--disk", "vda", "--disk", "vda"], "given twice"),
+    (["--max-requests", "10", "--max-requests", "20"], "--max-requests given twice"),
     (["extra"], "unexpected argument"),
 ]
 

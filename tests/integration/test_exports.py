@@ -531,6 +531,10 @@ def test_report_refuses_bad_files():
         "sum above count x max": mutate(lambda d: d["histograms"][0].update(
             sum_ns=d["histograms"][0]["count"] * d["histograms"][0]["max_ns"] + 1)),
         "grouping": mutate(lambda d: d["meta"].update(grouping="thread,cpu")),
+        "bogus op": mutate(lambda d: d["histograms"][0]["key"].update(op="bogus")),
+        # a max below its highest slot: named as such, not as a sum that does not fit it
+        "max too low": mutate(lambda d: max(d["histograms"], key=lambda h: h["max_ns"]).update(
+            max_ns=1)),
     }
     # what the message names: the schema found, the histogram's key
     first = json.loads(text)["histograms"][0]
@@ -540,6 +544,15 @@ def test_report_refuses_bad_files():
              "sum mismatch": f"histogram {first['name']}: slots add up to {first['count']}, "
                              f"count says {first['count'] + 1} (key tid {first['key']['tid']}, "
                              f"pid {first['key']['pid']}, "}
+    names["bogus op"] = 'key field op is "bogus", not an operation lathist writes'
+    names["max too low"] = "max_ns 1 is not in its highest slot"
+    # a CPU's key below meta.ncpus (the possible CPUs)
+    rc, out, err = run("runq", "--per-cpu", "-f", "json", "-d", "0.2")
+    check(rc == 0, err)
+    per_cpu = json.loads(out)
+    per_cpu["histograms"][0]["key"]["cpu"] = per_cpu["meta"]["ncpus"]
+    cases["cpu past ncpus"] = json.dumps(per_cpu)
+    names["cpu past ncpus"] = f"its key's cpu {per_cpu['meta']['ncpus']} is not below meta.ncpus"
     # a total (not per process/thread) document charges no key
     rc, out, err = run("runq", "-f", "json", "-d", "0.2")
     check(rc == 0, err)

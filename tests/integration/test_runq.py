@@ -583,11 +583,13 @@ BAD = [
     (["-f", "openmetrics", "--label", "le=1"], 2, "le is a label lathist sets"),
     (["-f", "openmetrics", "--label", "9x=1"], 2, "give NAME=VALUE"),
     (["-f", "openmetrics", "--label", "novalue"], 2, "give NAME=VALUE"),
-    (["-f", "openmetrics", "--label", "a=1", "--label", "a=2"], 2, "a given twice"),
+    (["-f", "openmetrics", "--label", "a=1", "--label", "a=2"], 2,
+     "a given twice; give each label once"),
     (["--label", "a=1"], 2, "--label is for metrics"),
     (["-d", "1us"], 2, "-d '1us': too short"),
     (["-i", "99999999999"], 2, "too long"),
     (["-i", "5", "-d", "1"], 2, "-i 5s is longer than -d 1s"),
+    (["--max-tasks", "10", "--max-tasks", "20"], 2, "--max-tasks given twice"),
     (["--precision", "-1"], 2, "--precision '-1': out of range; give 0 to 5"),
 ]
 
