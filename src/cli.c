@@ -530,7 +530,8 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		return -EINVAL;
 	switch (opt) {
 	case 'd':
-		err = lh_parse_duration(arg, false, &o->duration_ns);
+		/* 0 parses, and is refused as too short like any under 1ms */
+		err = lh_parse_duration(arg, true, &o->duration_ns);
 		if (err == -ERANGE || (!err && o->duration_ns > 10000000ULL * 1000000000ULL)) {
 			lh_usage_error(tool, "-d '%s': too long; give at most 10000000 seconds", arg);
 			return -EINVAL;
@@ -546,12 +547,16 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		}
 		return 0;
 	case 'i':
-		err = lh_parse_duration(arg, false, &o->interval_ns);
+		err = lh_parse_duration(arg, true, &o->interval_ns);
 		if (err == -ERANGE || (!err && o->interval_ns > 10000000ULL * 1000000000ULL)) {
 			lh_usage_error(tool, "-i '%s': too long; give at most 10000000 seconds", arg);
 			return -EINVAL;
 		}
-		if (err || o->interval_ns < 10000000) {
+		if (!err && o->interval_ns < 10000000) {
+			lh_usage_error(tool, "-i '%s': too short; give at least 10ms", arg);
+			return -EINVAL;
+		}
+		if (err) {
 			lh_usage_error(tool, "-i '%s': not an interval; give seconds, at least 0.01", arg);
 			return -EINVAL;
 		}

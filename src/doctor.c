@@ -335,7 +335,7 @@ int doctor_main(int argc, char **argv)
 			       "can run, 1 otherwise.\n");
 			return LH_EXIT_OK;
 		default:
-			lh_bad_option(TOOL, opt, argv);
+			lh_bad_option(TOOL, opt, argv, longopts);
 			return LH_EXIT_USAGE;
 		}
 	}

@@ -357,7 +357,7 @@ static int parse(struct serve *sv, int argc, char **argv)
 				if (forwards[i].val && forwards[i].val == opt)
 					f = i;
 			if (f == NFORWARDS) {
-				lh_bad_option(TOOL, opt, argv);
+				lh_bad_option(TOOL, opt, argv, longopts);
 				return LH_EXIT_USAGE;
 			}
 		}

@@ -279,9 +279,29 @@ void lh_load_error(const char *tool, int err, bool verbose)
 		verbose || why == buf ? "" : " (run with -v for the verifier log)");
 }
 
-void lh_bad_option(const char *tool, int opt, char **argv)
+/* The long options of opts that name starts (up to any '='), as ", --a, --b"
+ * into buf (cut to len); how many there are. */
+static int prefix_of(const struct option *opts, const char *name, char *buf, size_t len)
+{
+	size_t n = strcspn(name, "="), o = 0;
+	int found = 0;
+
+	buf[0] = '\0';
+	for (; opts && opts->name; opts++) {
+		if (strncmp(opts->name, name, n))
+			continue;
+		if (o < len)
+			o += (size_t)snprintf(buf + o, len - o, "%s--%s", found ? ", " : "",
+					      opts->name);
+		found++;
+	}
+	return found;
+}
+
+void lh_bad_option(const char *tool, int opt, char **argv, const struct option *longopts)
 {
 	const char *arg = argv[optind - 1];
+	char names[160];
 
 	/* GNU getopt may have moved non-options (a value given to an unknown
 	 * option) in front: the option is the last word that starts with '-' */
@@ -294,6 +314,9 @@ void lh_bad_option(const char *tool, int opt, char **argv)
 		lh_usage_error(tool, "unknown option '-%c'; see lathist %s -h", optopt, tool);
 	else if (optopt)	/* a long option given a value it does not take */
 		lh_usage_error(tool, "option '%s' takes no value; see lathist %s -h", arg, tool);
+	else if (arg[0] == '-' && arg[1] == '-' && prefix_of(longopts, arg + 2, names,
+							   sizeof(names)) > 1)
+		lh_usage_error(tool, "option '%s' is ambiguous (%s); give it whole", arg, names);
 	else
 		lh_usage_error(tool, "unknown option '%s'; see lathist %s -h", arg, tool);
 }

@@ -86,8 +86,11 @@ int lh_load_first(const char *tool, const struct lh_common_opts *o,
 /* One-line diagnosis of a failed skeleton load (err: negative errno). */
 void lh_load_error(const char *tool, int err, bool verbose);
 
-/* One-line error for getopt's '?' (unknown option) or ':' (missing value). */
-void lh_bad_option(const char *tool, int opt, char **argv);
+struct option;
+
+/* One-line error for getopt's '?' (unknown or ambiguous option, named with
+ * the longopts it could be) or ':' (missing value). */
+void lh_bad_option(const char *tool, int opt, char **argv, const struct option *longopts);
 
 /* What a keyed map's keys are, for lh_auto_max_keys. */
 enum lh_key_unit { LH_KEYS_THREADS, LH_KEYS_PROCESSES, LH_KEYS_FEW };

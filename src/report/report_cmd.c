@@ -1998,7 +1998,7 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 			fputs(report_help, stdout);
 			return -1;
 		default:
-			lh_bad_option(TOOL, opt, argv);
+			lh_bad_option(TOOL, opt, argv, longopts);
 			return LH_EXIT_USAGE;
 		}
 	}

@@ -266,7 +266,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			}
 			break;
 		default:
-			lh_bad_option(TOOL, opt, argv);
+			lh_bad_option(TOOL, opt, argv, longopts);
 			return -EINVAL;
 		}
 	}

@@ -241,7 +241,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 					       optarg);
 			break;
 		default:
-			lh_bad_option(TOOL, opt, argv);
+			lh_bad_option(TOOL, opt, argv, longopts);
 			return -EINVAL;
 		}
 		if (err)

@@ -551,7 +551,6 @@ BAD = [
     (["-f", "xml"], 2, "unknown format"),
     (["-d", "abc"], 2, "not a duration"),
     (["-d", "-1"], 2, "not a duration"),
-    (["-i", "0"], 2, "not an interval"),
     (["-u", "s"], 2, "unknown unit"),
     (["--attach", "kprobe"], 2, "unknown attach type"),
     (["--attach", "tp_btf", "--attach", "raw_tp"], 2, "--attach given twice"),
@@ -589,6 +588,12 @@ BAD = [
     (["-d", "1us"], 2, "-d '1us': too short"),
     (["-i", "99999999999"], 2, "too long"),
     (["-i", "5", "-d", "1"], 2, "-i 5s is longer than -d 1s"),
+    (["-d", "0"], 2, "-d '0': too short; give at least 1ms"),
+    (["-d", "0.0000000001"], 2, "too short"),
+    (["-i", "0.005"], 2, "-i '0.005': too short; give at least 10ms"),
+    (["-i", "0"], 2, "too short"),
+    (["--per"], 2, "option '--per' is ambiguous (--per-process, --per-thread, --per-cpu, "
+                   "--per-cgroup); give it whole"),
     (["--max-tasks", "10", "--max-tasks", "20"], 2, "--max-tasks given twice"),
     (["--precision", "-1"], 2, "--precision '-1': out of range; give 0 to 5"),
 ]
