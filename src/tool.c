@@ -287,7 +287,7 @@ static int prefix_of(const struct option *opts, const char *name, char *buf, siz
 	int found = 0;
 
 	buf[0] = '\0';
-	for (; opts && opts->name; opts++) {
+	for (; n && opts && opts->name; opts++) {	/* "--=x" names none */
 		if (strncmp(opts->name, name, n))
 			continue;
 		if (o < len)
