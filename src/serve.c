@@ -67,7 +67,7 @@ enum {
 	OPT_LISTEN,
 	OPT_MAX_SERIES,
 	OPT_FOLD_IDLE,
-	OPT_FORWARD,		/* an option a tool takes: forwarded by name */
+	OPT_FORWARD,		/* + i: forwards[i], an option a tool takes, forwarded by name */
 };
 
 /* The options serve hands on: to every tool (common), or by registry serve_opts. */
@@ -272,12 +272,14 @@ static int parse(struct serve *sv, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 	};
 	struct { size_t fwd; const char *arg; } given[MAX_ARGS];
-	int ngiven = 0, nopts = 8, opt, idx, err;
+	int ngiven = 0, nopts = 8, opt, err;
 	uint64_t ns;
 
 	for (size_t i = 0; i < NFORWARDS; i++)
+		/* a value each: getopt takes an abbreviation that fits several options
+		 * of one value as the first of them, silently */
 		longopts[nopts++] = (struct option){ forwards[i].name, forwards[i].has_arg, NULL,
-						     OPT_FORWARD };
+						     OPT_FORWARD + (int)i };
 	unsigned int seen = 0;
 
 	memset(sv, 0, sizeof(*sv));
@@ -290,7 +292,7 @@ static int parse(struct serve *sv, int argc, char **argv)
 	sv->fd = -1;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:i:p:u:t:vh", longopts, &idx)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:i:p:u:t:vh", longopts, NULL)) != -1) {
 		/* serve's own one-value options: a repeat is refused, as the tools' are */
 		static const struct { int opt; const char *name; } once[] = {
 			{ OPT_TOOLS, "--tools" }, { OPT_LISTEN, "--listen" }, { 'i', "-i" },
@@ -349,10 +351,11 @@ static int parse(struct serve *sv, int argc, char **argv)
 			if (lh_common_opt(&sv->c, opt, optarg, TOOL) < 0)
 				return LH_EXIT_USAGE;
 			continue;
-		case OPT_FORWARD:
-			f = (size_t)(idx - 8);
-			break;
 		default:
+			if (opt >= OPT_FORWARD && opt < OPT_FORWARD + (int)NFORWARDS) {
+				f = (size_t)(opt - OPT_FORWARD);
+				break;
+			}
 			for (size_t i = 0; i < NFORWARDS && f == NFORWARDS; i++)
 				if (forwards[i].val && forwards[i].val == opt)
 					f = i;

@@ -316,7 +316,8 @@ void lh_bad_option(const char *tool, int opt, char **argv, const struct option *
 		lh_usage_error(tool, "option '%s' takes no value; see lathist %s -h", arg, tool);
 	else if (arg[0] == '-' && arg[1] == '-' && prefix_of(longopts, arg + 2, names,
 							   sizeof(names)) > 1)
-		lh_usage_error(tool, "option '%s' is ambiguous (%s); give it whole", arg, names);
+		lh_usage_error(tool, "option '%.*s' is ambiguous (%s); give it whole",
+			       (int)strcspn(arg, "="), arg, names);
 	else
 		lh_usage_error(tool, "unknown option '%s'; see lathist %s -h", arg, tool);
 }

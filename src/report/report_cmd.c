@@ -256,10 +256,13 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 	if (json_object_object_get_ex(k, "op", NULL)) {
 		json_object *op = get(k, "op", json_type_string);
 
-		if (!op || lh_op_index(json_object_get_string(op)) < 0)
-			return bad(m, "key field op is \"%.16s\", not an operation lathist writes "
-				   "(read, write, flush, discard, other)",
-				   op ? json_object_get_string(op) : "(not a string)");
+		if (!op)
+			return bad(m, "key field op is not a string (read, write, flush, discard "
+				   "or other)");
+		if (lh_op_index(json_object_get_string(op)) < 0)
+			return bad(m, "key field op is \"%.16s%s\", not an operation lathist writes "
+				   "(read, write, flush, discard, other)", json_object_get_string(op),
+				   json_object_get_string_len(op) > 16 ? "..." : "");
 		snprintf(key->op, sizeof(key->op), "%s", json_object_get_string(op));
 		key->fields |= LH_KEY_OP;
 	}

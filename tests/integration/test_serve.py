@@ -264,6 +264,8 @@ def test_serve_refusals():
                         (["--tools", "runq", "--per-disk"], "--per-disk"),
                         (["--buckets", "1m..1us"], "1m..1us"), (["-i", "0"], "0"),
                         (["--label", "9x=1"], "9x"), (["extra"], "extra"),
+                        # an abbreviation of two forwarded options is not taken as one
+                        (["--per-c"], "ambiguous (--per-cpu, --per-cgroup)"),
                         # serve's own one-value options, repeated
                         (["-i", "1", "-i", "2"], "-i given twice"),
                         (["-i", "1", "--interval", "3"], "-i given twice"),
