@@ -429,10 +429,13 @@ def test_maps_sized_to_the_machine():
 
 def test_full_maps_are_losses():
     """Maps too small lose requests: counted once each, flagged, and `paired` still
-    equals what the histograms hold. Two processes per device, each its own key."""
+    equals what the histograms hold. Two processes on one device, each its own key; on
+    the other, two requests in flight at once in every round (one io_submit of two writes
+    apart: both are made before either is issued), against a request map of one."""
     with LoopDevice() as a, LoopDevice() as b:
-        works = [Workload("direct", d.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK)
-                 for d in (a, a, b, b)]
+        works = [Workload("direct", a.dev, READS, RSIZE, WRITES, WSIZE, exe=BIOWORK)
+                 for _ in range(2)]
+        works.append(Workload("apart", b.dev, 2, READS + WRITES, exe=BIOWORK))
         for w in works:
             w.start()
         keys = Lathist("bio", "-f", "json", "--per-process", "--max-keys", "1", "--disk",

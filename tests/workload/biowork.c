@@ -13,10 +13,14 @@
  *       ROUNDS x one io_submit of BATCH O_DIRECT 4 KiB writes at descending,
  *       touching offsets: under the submission's plug each bio ends where the
  *       previous request starts, so the block layer merges it in front
+ *   biowork apart DEV BATCH ROUNDS
+ *       the same at offsets 256 KiB apart: none merge, and under the plug all
+ *       BATCH requests are made before any is issued (BATCH in flight at once)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -76,7 +80,9 @@ static int run_buffered(const char *dev, long size, long count)
 	return 0;
 }
 
-static int run_reverse(const char *dev, long batch, long rounds)
+#define APART (256L << 10)
+
+static int run_batches(const char *dev, long batch, long rounds, bool apart)
 {
 	struct iocb *cbs = calloc((size_t)batch, sizeof(*cbs)), **ptrs = calloc((size_t)batch, sizeof(*ptrs));
 	struct io_event *evs = calloc((size_t)batch, sizeof(*evs));
@@ -100,7 +106,7 @@ static int run_reverse(const char *dev, long batch, long rounds)
 			cbs[i].aio_lio_opcode = IOCB_CMD_PWRITE;
 			cbs[i].aio_buf = (unsigned long)buf;
 			cbs[i].aio_nbytes = 4096;
-			cbs[i].aio_offset = (r * batch + batch - 1 - i) * 4096;
+			cbs[i].aio_offset = apart ? i * APART : (r * batch + batch - 1 - i) * 4096;
 			ptrs[i] = &cbs[i];
 		}
 		if (syscall(SYS_io_submit, ctx, batch, ptrs) != batch)
@@ -132,10 +138,12 @@ int main(int argc, char **argv)
 	else if (argc == 5 && !strcmp(argv[1], "buffered"))
 		rc = run_buffered(argv[2], atol(argv[3]), atol(argv[4]));
 	else if (argc == 5 && !strcmp(argv[1], "reverse"))
-		rc = run_reverse(argv[2], atol(argv[3]), atol(argv[4]));
+		rc = run_batches(argv[2], atol(argv[3]), atol(argv[4]), false);
+	else if (argc == 5 && !strcmp(argv[1], "apart"))
+		rc = run_batches(argv[2], atol(argv[3]), atol(argv[4]), true);
 	else
 		fprintf(stderr, "usage: biowork direct DEV NREADS RSIZE NWRITES WSIZE | "
-			"buffered DEV SIZE COUNT | reverse DEV BATCH ROUNDS\n");
+			"buffered DEV SIZE COUNT | reverse|apart DEV BATCH ROUNDS\n");
 	if (rc == 0)
 		printf("done\n");
 	fflush(stdout);
