@@ -114,42 +114,57 @@ static bool task_key(const struct lh_key *k)
 /* One name per task: the one seen first (least name_ns) among its histograms,
  * given to them all and to its counter rows (whose own name is a fallback). */
 struct named {
-	struct lh_key *key;
-	uint64_t at;		/* name_ns; UINT64_MAX for a counter row */
+	struct lh_key *key;	/* the best name of the task so far; NULL: a free slot */
+	uint64_t at;		/* its name_ns; UINT64_MAX for a counter row */
 };
 
-static int named_cmp(const void *pa, const void *pb)
+/* A slot for task key k in a table of cap (a power of two) slots: its own, or a free one. */
+static struct named *named_slot(struct named *t, size_t cap, const struct lh_key *k)
 {
-	const struct named *a = pa, *b = pb;
-	const struct lh_key *x = a->key, *y = b->key;
-	int c = task_cmp(x, y);
+	uint64_t h = ((uint64_t)k->pid << 32 | k->tid) * 0x9e3779b97f4a7c15ULL ^
+		     k->birth_ns * 0xc2b2ae3d27d4eb4fULL;
+	size_t j = (size_t)(h ^ h >> 29) & (cap - 1);
 
-	if (c)
-		return c;
-	if (!x->comm[0] != !y->comm[0])		/* a named one first */
-		return x->comm[0] ? -1 : 1;
-	return a->at < b->at ? -1 : a->at > b->at;
+	while (t[j].key && task_cmp(t[j].key, k))
+		j = (j + 1) & (cap - 1);
+	return &t[j];
 }
 
+/* Is a name (at) better than the task's best so far? A name beats none, then the earlier. */
+static bool better_name(const struct named *best, const struct lh_key *k, uint64_t at)
+{
+	if (!best->key->comm[0] != !k->comm[0])
+		return k->comm[0];
+	return at < best->at;
+}
+
+/* Two passes over the task keys through a hash of the tasks (open addressing,
+ * at most half full): the best name of each, then given to all of its keys. */
 static void unify_names(struct lh_report *r)
 {
-	struct named *v = malloc((r->nhists + r->npmu + 1) * sizeof(*v));
-	size_t n = 0;
+	size_t n = r->nhists + r->npmu, cap = 16;
+	struct named *t;
 
-	if (!v)
+	while (cap < 2 * n)
+		cap *= 2;
+	if (!(t = calloc(cap, sizeof(*t))))
 		return;		/* names left as they are: memory is short */
-	for (size_t i = 0; i < r->nhists; i++)
-		if (task_key(&r->hists[i].key) && (r->hists[i].key.fields & LH_KEY_COMM))
-			v[n++] = (struct named){ &r->hists[i].key, r->hists[i].name_ns };
-	for (size_t i = 0; i < r->npmu; i++)
-		if (task_key(&r->pmu[i].key) && (r->pmu[i].key.fields & LH_KEY_COMM))
-			v[n++] = (struct named){ &r->pmu[i].key, UINT64_MAX };
-	qsort(v, n, sizeof(*v), named_cmp);
-	for (size_t a = 0, b; a < n; a = b) {
-		for (b = a + 1; b < n && !task_cmp(v[b].key, v[a].key); b++)
-			memcpy(v[b].key->comm, v[a].key->comm, sizeof(v[a].key->comm));
-	}
-	free(v);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			bool hist = i < r->nhists;
+			struct lh_key *k = hist ? &r->hists[i].key : &r->pmu[i - r->nhists].key;
+			uint64_t at = hist ? r->hists[i].name_ns : UINT64_MAX;
+			struct named *s;
+
+			if (!task_key(k) || !(k->fields & LH_KEY_COMM))
+				continue;
+			s = named_slot(t, cap, k);
+			if (pass == 1)
+				memcpy(k->comm, s->key->comm, sizeof(k->comm));
+			else if (!s->key || better_name(s, k, at))
+				*s = (struct named){ k, at };
+		}
+	free(t);
 }
 
 /* Two histograms of r, each as its name's rank << 32 | its index: by rank,

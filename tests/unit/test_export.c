@@ -375,6 +375,67 @@ static void test_sort_order(void **state)
 	lh_report_clear(&r);
 }
 
+/* One name per task (pid, tid, start): the earliest (least name_ns) of its named
+ * histograms, else a counter row's name; given to all its histograms and rows. Other
+ * tasks, and a task whose start differs (a reused tid), keep theirs. */
+static void test_one_name_per_task(void **state)
+{
+	static const struct { uint32_t tid; uint64_t birth; const char *comm; uint64_t at; } in[] = {
+		{ 7, 100, "late", 30 }, { 7, 100, "first", 10 }, { 7, 100, "", 5 },
+		{ 8, 100, "other", 20 }, { 7, 999, "reused", 40 }, { 9, 100, "", 1 },
+	};
+	static const char *const want[] = { "first", "first", "first", "other", "reused", "row" };
+	struct lh_report r;
+	struct lh_pmu_row *row;
+	(void)state;
+
+	for (int round = 0; round < 2; round++) {	/* and with 3000 other tasks around */
+		empty_report(&r);
+		for (uint32_t i = 0; round && i < 3000; i++) {
+			struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID | LH_KEY_COMM,
+					    .pid = 1000 + i, .tid = 1000 + i, .birth_ns = i };
+
+			snprintf(k.comm, sizeof(k.comm), "t%u", i);
+			assert_non_null(lh_report_add_hist(&r, "wakeup", &k));
+		}
+		for (size_t i = 0; i < 6; i++) {
+			struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_TID | LH_KEY_COMM,
+					    .pid = 5, .tid = in[i].tid, .birth_ns = in[i].birth };
+			struct lh_hist *h;
+
+			snprintf(k.comm, sizeof(k.comm), "%s", in[i].comm);
+			h = lh_report_add_hist(&r, i % 2 ? "preempt" : "wakeup", &k);
+			assert_non_null(h);
+			h->name_ns = in[i].at;
+		}
+		{	/* counter rows: task 7's takes its histograms' name; task 9's gives its own */
+			struct lh_key k7 = { .fields = LH_KEY_PID | LH_KEY_TID | LH_KEY_COMM,
+					     .pid = 5, .tid = 7, .birth_ns = 100 };
+			struct lh_key k9 = k7;
+
+			snprintf(k7.comm, sizeof(k7.comm), "row7");
+			k9.tid = 9;
+			snprintf(k9.comm, sizeof(k9.comm), "row");
+			assert_non_null(row = lh_report_add_pmu(&r, &k7, 0));
+			assert_non_null(lh_report_add_pmu(&r, &k9, 0));
+		}
+		lh_report_sort(&r);
+		for (size_t i = 0; i < r.nhists; i++) {
+			const struct lh_key *k = &r.hists[i].key;
+
+			if (k->pid != 5)
+				assert_true(k->comm[0] == 't' && (uint64_t)atoi(k->comm + 1) == k->birth_ns);
+			else
+				for (size_t j = 0; j < 6; j++)
+					if (in[j].tid == k->tid && in[j].birth == k->birth_ns)
+						assert_string_equal(k->comm, want[j]);
+		}
+		for (size_t i = 0; i < r.npmu; i++)
+			assert_string_equal(r.pmu[i].key.comm, r.pmu[i].key.tid == 7 ? "first" : "row");
+		lh_report_clear(&r);
+	}
+}
+
 /* lh_report_reset: the next interval's histograms get the last one's slot arrays,
  * zeroed; counters, charges and counter rows start empty; find_hist sees no old key;
  * lh_report_clear frees the spares. */
@@ -584,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
 		cmocka_unit_test(test_sort_order),
+		cmocka_unit_test(test_one_name_per_task),
 		cmocka_unit_test(test_reset_reuses_storage),
 		cmocka_unit_test(test_json_layout_is_json_c),
 		cmocka_unit_test(test_accumulate_counter_rows),
