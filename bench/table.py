@@ -10,8 +10,10 @@ cell is the median over ROUNDS rounds with the min and max in brackets.
    bench paired with one without any tracer right before it, in ns added per context switch,
    and its per-round ratio to bpftrace's runqlat.bt. Program time: the tracer's own programs
    (found by its file descriptors, so no other tracer is counted) with
-   kernel.bpf_stats_enabled=1 (which adds ~60 ns to each run): ns per run of the switch and
-   wakeup programs, and all of its programs' time per context switch.
+   kernel.bpf_stats_enabled=1 (whose own cost is in each run): ns per run of the switch and
+   wakeup programs, and all of its programs' time per context switch. Two floors: three
+   empty tp_btf programs, and the same three each reading bpf_ktime_get_ns() once (the
+   clock floor); program time is also given against runqlat.bt above the empty floor.
 2. Per-thread keys at scale: the same program time with THREADS live threads (runqwork crowd,
    each woken every 100 ms), lathist --per-thread against libbpf-tools runqlat -L.
 3. Loader: CPU (share of one CPU, /proc/PID/task/*/schedstat) and peak RSS (VmHWM) of
