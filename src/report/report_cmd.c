@@ -99,58 +99,30 @@ static void printable_only(char *s, bool label)
 }
 
 /* "lathist report: PATH (document N): MSG; FIX" (FIX NULL: MSG says the fix). -EINVAL. */
-static int vsay(struct merge *m, const char *fix, const char *fmt, va_list ap)
+static __attribute__((format(printf, 3, 4)))
+int say(struct merge *m, const char *fix, const char *fmt, ...)
 {
 	char msg[512];
+	va_list ap;
 
 	fprintf(stderr, "lathist report: %s", m->path);
 	if (m->line > 1)
 		fprintf(stderr, " (document %d)", m->line);
 	fputs(": ", stderr);
+	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	/* the message may quote the input: printable ASCII only on the terminal */
 	printable_only(msg, false);
 	fprintf(stderr, "%s%s%s\n", msg, fix ? "; " : "", fix ? fix : "");
 	return -EINVAL;
 }
 
-/* vsay with a fix of its own. -EINVAL. */
-static __attribute__((format(printf, 3, 4)))
-int say(struct merge *m, const char *fix, const char *fmt, ...)
-{
-	va_list ap;
-	int err;
-
-	va_start(ap, fmt);
-	err = vsay(m, fix, fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 /* A document that is not what lathist -f json writes. */
-static __attribute__((format(printf, 2, 3)))
-int bad(struct merge *m, const char *fmt, ...)
-{
-	va_list ap;
-	int err;
-
-	va_start(ap, fmt);
-	err = vsay(m, "give a file written by lathist -f json", fmt, ap);
-	va_end(ap);
-	return err;
-}
+#define bad(m, ...) say(m, "give a file written by lathist -f json", __VA_ARGS__)
 
 /* A good document that cannot merge with the first: the message names the fix. */
-static int unmergeable(struct merge *m, const char *fmt, ...)
-{
-	va_list ap;
-	int err;
-
-	va_start(ap, fmt);
-	err = vsay(m, NULL, fmt, ap);
-	va_end(ap);
-	return err;
-}
+#define unmergeable(m, ...) say(m, NULL, __VA_ARGS__)
 
 static json_object *get(json_object *o, const char *k, json_type t)
 {
