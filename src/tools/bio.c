@@ -42,6 +42,12 @@ _Static_assert(BIO_OP_READ == 0 && BIO_OP_WRITE == 1 && BIO_OP_FLUSH == 2 &&
 	       BIO_OP_DISCARD == 3 && BIO_OP_OTHER == 4 && LH_NR_OPS == 5,
 	       "lh_op_names is in enum bio_op order");
 
+/* The name of a BPF key's or record's enum bio_op (other for one past it). */
+static const char *op_name(unsigned int op)
+{
+	return lh_op_names[op <= BIO_OP_OTHER ? op : BIO_OP_OTHER];
+}
+
 enum {
 	OPT_PER_PROCESS = LH_OPT_TOOL_BASE,
 	OPT_PER_DISK,
@@ -550,8 +556,7 @@ static int add_keyed(struct lh_session *s, const void *k, const void *values)
 	}
 	if (x->o->group & BIO_GROUP_OP) {
 		key.fields |= LH_KEY_OP;
-		snprintf(key.op, sizeof(key.op), "%s", lh_op_names[bk->op <= BIO_OP_OTHER ? bk->op :
-								  BIO_OP_OTHER]);
+		snprintf(key.op, sizeof(key.op), "%s", op_name(bk->op));
 	}
 	if (x->o->group & BIO_GROUP_CGROUP) {
 		key.fields |= LH_KEY_CGROUP;
@@ -685,7 +690,7 @@ static void text_stage(struct lh_line *l, unsigned long long ns, double unit_ns)
 int bio_record_line(const struct bio_record *r, const char *disk, bool json, uint64_t unit_ns,
 		    const char *unit, char *buf, size_t len)
 {
-	const char *op = lh_op_names[r->op <= BIO_OP_OTHER ? r->op : BIO_OP_OTHER];
+	const char *op = op_name(r->op);
 	double u = (double)unit_ns;
 	char comm[65];
 	struct lh_line l;
