@@ -9,8 +9,7 @@ static const char digit_pairs[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* v in decimal, written backwards ending at end; returns where it starts. */
-static char *u64_digits(char *end, uint64_t v)
+char *lh_put_u64_back(char *end, uint64_t v)
 {
 	char *p = end;
 
@@ -45,13 +44,13 @@ char *lh_put_u64(char *p, uint64_t v)
 	 * a length not known here is a call, in the render's hottest path) */
 	size_t n = lh_u64_len(v);
 
-	u64_digits(p + n, v);
+	lh_put_u64_back(p + n, v);
 	return p + n;
 }
 
 void lh_line_u64(struct lh_line *l, uint64_t v)
 {
-	char tmp[20], *p = u64_digits(tmp + sizeof(tmp), v);
+	char tmp[20], *p = lh_put_u64_back(tmp + sizeof(tmp), v);
 
 	lh_line_mem(l, p, (size_t)(tmp + sizeof(tmp) - p));
 }
@@ -142,7 +141,7 @@ void lh_line_fixed(struct lh_line *l, double v, unsigned int decimals, unsigned 
 	}
 	if (decimals)
 		*--p = '.';
-	p = u64_digits(p, ip);
+	p = lh_put_u64_back(p, ip);
 	len = (size_t)(end - p);
 	if (len < width) {
 		char *pad = lh_line_room(l, width - len);

@@ -90,6 +90,9 @@ void lh_line_u64(struct lh_line *l, uint64_t v);
 char *lh_put_u64(char *p, uint64_t v);
 /* The number of decimal digits of v (1 for 0). */
 size_t lh_u64_len(uint64_t v);
+/* v in decimal written backwards, ending at end (no NUL); returns where it
+ * starts, end - lh_u64_len(v): for a caller that knows the length already. */
+char *lh_put_u64_back(char *end, uint64_t v);
 
 /*
  * Append v with decimals digits after the point (0..9; none and no point for 0),

@@ -36,7 +36,7 @@ static char *put_u64(char *p, uint64_t v, int width, bool left)
 
 	for (int i = n; !left && i < width; i++)
 		*p++ = ' ';
-	lh_put_u64(p, v);
+	lh_put_u64_back(p + n, v);	/* n known: not counted again */
 	for (int i = n; left && i < width; i++)
 		p[i] = ' ';
 	return p + (left && n < width ? width : n);
