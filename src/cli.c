@@ -522,6 +522,27 @@ int lh_buckets_usable(const struct lh_common_opts *c, const struct lh_scheme *s,
 	return -EINVAL;
 }
 
+/*
+ * -d or -i (flag): a duration from min_ns (said as min) to 10^7 s into *ns; 0
+ * parses, and is refused as too short like any under min. bad: the message
+ * for what is no duration at all. 0 or -EINVAL (said).
+ */
+static int opt_span(const char *tool, char flag, const char *arg, uint64_t min_ns,
+		    const char *min, const char *bad, uint64_t *ns)
+{
+	int err = lh_parse_duration(arg, true, ns);
+
+	if (err == -ERANGE || (!err && *ns > 10000000ULL * 1000000000ULL))
+		lh_usage_error(tool, "-%c '%s': too long; give at most 10000000 seconds", flag, arg);
+	else if (!err && *ns < min_ns)
+		lh_usage_error(tool, "-%c '%s': too short; give at least %s", flag, arg, min);
+	else if (err)
+		lh_usage_error(tool, "-%c '%s': %s", flag, arg, bad);
+	else
+		return 0;
+	return -EINVAL;
+}
+
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool)
 {
 	int err;
@@ -530,37 +551,11 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		return -EINVAL;
 	switch (opt) {
 	case 'd':
-		/* 0 parses, and is refused as too short like any under 1ms */
-		err = lh_parse_duration(arg, true, &o->duration_ns);
-		if (err == -ERANGE || (!err && o->duration_ns > 10000000ULL * 1000000000ULL)) {
-			lh_usage_error(tool, "-d '%s': too long; give at most 10000000 seconds", arg);
-			return -EINVAL;
-		}
-		if (!err && o->duration_ns < 1000000) {
-			lh_usage_error(tool, "-d '%s': too short; give at least 1ms", arg);
-			return -EINVAL;
-		}
-		if (err) {
-			lh_usage_error(tool, "-d '%s': not a duration; give seconds (at least 0.001), "
-				       "e.g. 5 or 0.5 or 250ms or 10m", arg);
-			return -EINVAL;
-		}
-		return 0;
+		return opt_span(tool, 'd', arg, 1000000, "1ms", "not a duration; give seconds (at "
+				"least 0.001), e.g. 5 or 0.5 or 250ms or 10m", &o->duration_ns);
 	case 'i':
-		err = lh_parse_duration(arg, true, &o->interval_ns);
-		if (err == -ERANGE || (!err && o->interval_ns > 10000000ULL * 1000000000ULL)) {
-			lh_usage_error(tool, "-i '%s': too long; give at most 10000000 seconds", arg);
-			return -EINVAL;
-		}
-		if (!err && o->interval_ns < 10000000) {
-			lh_usage_error(tool, "-i '%s': too short; give at least 10ms", arg);
-			return -EINVAL;
-		}
-		if (err) {
-			lh_usage_error(tool, "-i '%s': not an interval; give seconds, at least 0.01", arg);
-			return -EINVAL;
-		}
-		return 0;
+		return opt_span(tool, 'i', arg, 10000000, "10ms", "not an interval; give seconds, "
+				"at least 0.01", &o->interval_ns);
 	case 'u':
 		if (lh_parse_unit(arg, &o->unit_ns)) {
 			lh_usage_error(tool, "-u '%s': unknown unit; use ns, us or ms", arg);
