@@ -124,11 +124,16 @@ int say(struct merge *m, const char *fix, const char *fmt, ...)
 /* A good document that cannot merge with the first: the message names the fix. */
 #define unmergeable(m, ...) say(m, NULL, __VA_ARGS__)
 
+/* Field k of o when it has type t; NULL otherwise, and for a string with a NUL
+ * in it (\u0000), which every C string of it would cut short. */
 static json_object *get(json_object *o, const char *k, json_type t)
 {
 	json_object *v;
 
 	if (!o || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, t))
+		return NULL;
+	if (t == json_type_string &&
+	    strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
 		return NULL;
 	return v;
 }
@@ -1551,7 +1556,9 @@ static int add_doc(struct merge *m, json_object *doc)
 	    (err = merge_ctx(m, meta)) || (err = merge_load(m, meta)) ||
 	    (err = add_parts(m, meta)))
 		return err;
-	get_u64(meta, "ncpus", &ncpus);
+	/* lathist writes its possible CPUs (libbpf), at least 1; the cap: report's own */
+	if (get_u64(meta, "ncpus", &ncpus) || !ncpus || ncpus > 1 << 20)
+		return bad(m, "meta.ncpus is not a number of CPUs from 1 to 1048576");
 	m->ndocs++;
 	if (m->heat) {
 		uint64_t lost = 0;
@@ -1911,6 +1918,24 @@ struct report_opts {
 };
 
 /* Options into o: 0, -1 after -h, or an exit status (usage error said). */
+/*
+ * May --heatmap replace path? When there is nothing there yet, or an SVG (its
+ * first bytes "<?xml" or "<svg", as lh_heatmap writes): not a JSON run that the
+ * word after --heatmap named by mistake.
+ */
+static bool svg_or_absent(const char *path)
+{
+	char head[5];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return errno == ENOENT;
+	n = fread(head, 1, sizeof(head), f);
+	fclose(f);
+	return (n == 5 && !memcmp(head, "<?xml", 5)) || (n >= 4 && !memcmp(head, "<svg", 4));
+}
+
 static int report_options(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option longopts[] = {
@@ -2067,6 +2092,12 @@ static int report_paths(int argc, char **argv, const struct report_opts *o)
 				       "another file", o->heatmap);
 			return LH_EXIT_USAGE;
 		}
+	}
+	if (o->heatmap && !svg_or_absent(o->heatmap)) {
+		lh_usage_error(TOOL, "--heatmap '%s': exists and is not an SVG, and would be "
+			       "replaced; give the SVG to write (--heatmap takes the next word) or "
+			       "remove the file", o->heatmap);
+		return LH_EXIT_USAGE;
 	}
 	return 0;
 }

@@ -531,6 +531,8 @@ def test_report_refuses_bad_files():
         "sum above count x max": mutate(lambda d: d["histograms"][0].update(
             sum_ns=d["histograms"][0]["count"] * d["histograms"][0]["max_ns"] + 1)),
         "grouping": mutate(lambda d: d["meta"].update(grouping="thread,cpu")),
+        "no ncpus": mutate(lambda d: d["meta"].pop("ncpus")),
+        "ncpus 0": mutate(lambda d: d["meta"].update(ncpus=0)),
         "bogus op": mutate(lambda d: d["histograms"][0]["key"].update(op="bogus")),
         # a max below its highest slot: named as such, not as a sum that does not fit it
         "max too low": mutate(lambda d: max(d["histograms"], key=lambda h: h["max_ns"]).update(
@@ -544,6 +546,7 @@ def test_report_refuses_bad_files():
              "sum mismatch": f"histogram {first['name']}: slots add up to {first['count']}, "
                              f"count says {first['count'] + 1} (key tid {first['key']['tid']}, "
                              f"pid {first['key']['pid']}, "}
+    names["no ncpus"] = names["ncpus 0"] = "meta.ncpus is not a number of CPUs from 1 to"
     names["bogus op"] = 'key field op is "bogus", not an operation lathist writes'
     names["max too low"] = "max_ns 1 is not in its highest slot"
     # a CPU's key below meta.ncpus (the possible CPUs)
@@ -584,6 +587,21 @@ def test_report_refuses_bad_files():
         check(rc == 2 and "is also an input" in err and open(good_path).read() == text, err)
         rc, out, err = report(good_path, good_path)
         check(rc == 2 and "is given twice" in err and not out, err)
+        # --heatmap takes the next word: a saved run named there by mistake is kept
+        saved = os.path.join(tmp, "saved.json")
+        with open(saved, "w") as f:
+            f.write(text)
+        rc, out, err = report("--heatmap", saved, good_path)
+        check(rc == 2 and "exists and is not an SVG" in err and open(saved).read() == text
+              and not out, f"--heatmap over a JSON run: rc {rc} {err!r}")
+        # a key string with a NUL in it is refused, not cut at the NUL
+        d = json.loads(text)
+        d["histograms"][0]["key"]["comm"] = "a\x00b"	# json.dumps writes \u0000
+        nul = os.path.join(tmp, "nul.json")
+        with open(nul, "w") as f:
+            f.write(json.dumps(d))
+        rc, out, err = report(nul)
+        check(rc == 1 and "key field comm is not a task name" in err, f"NUL: {rc} {err!r}")
         rc, out, err = report("-f", "yaml", path)
         check(rc == 2 and "-f 'yaml'" in err, err)
         rc, out, err = report()
