@@ -399,8 +399,9 @@ static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *to
 		char min[64];
 		size_t n = (size_t)(dots - arg);
 
+		/* a MIN too long for min is no duration: not cut to one */
 		snprintf(min, sizeof(min), "%.*s", (int)(n < sizeof(min) ? n : sizeof(min) - 1), arg);
-		if (lh_parse_duration(min, true, &o->le_min_ns) ||
+		if (n >= sizeof(min) || lh_parse_duration(min, true, &o->le_min_ns) ||
 		    lh_parse_duration(dots + 2, false, &o->le_max_ns) || o->le_max_ns < o->le_min_ns) {
 			lh_usage_error(tool, "--buckets '%s': not a range; give MIN..MAX durations, "
 				       "e.g. 1us..1m, or slot bounds, e.g. 256us,1024us", arg);
@@ -410,6 +411,9 @@ static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *to
 	}
 	if (!(copy = strdup(arg)))
 		return -ENOMEM;
+	/* strtok_r skips empty entries: "1ms,,4ms" and ",1ms" are no list of bounds */
+	if (arg[0] == ',' || strstr(arg, ",,") || (*arg && arg[strlen(arg) - 1] == ','))
+		err = -EINVAL;
 	for (w = strtok_r(copy, ",", &save); w && !err; w = strtok_r(NULL, ",", &save)) {
 		uint64_t b;
 
@@ -455,7 +459,7 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 	char name[64];
 
 	if (o->nlabels == LH_MAX_LABELS - 1) {
-		lh_usage_error(tool, "--label: at most %d labels", LH_MAX_LABELS - 1);
+		lh_usage_error(tool, "--label: at most %d labels; give fewer", LH_MAX_LABELS - 1);
 		return -EINVAL;
 	}
 	if (!eq || !n || n >= sizeof(name) || strlen(eq + 1) >= sizeof(o->labels[0].value) ||
@@ -473,7 +477,8 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 	}
 	for (int i = 0; i < o->nlabels; i++)
 		if (!strcmp(o->labels[i].name, name)) {
-			lh_usage_error(tool, "--label '%s': %s given twice; give each label once", arg, name);
+			lh_usage_error(tool, "--label '%s': label %s given twice; give each label once",
+				       arg, name);
 			return -EINVAL;
 		}
 	snprintf(o->labels[o->nlabels].name, sizeof(o->labels[0].name), "%s", name);

@@ -430,6 +430,12 @@ static int bind_listen(struct serve *sv)
 	int one = 1, err;
 
 	snprintf(host, sizeof(host), "%s", sv->listen);
+	/* "[::1]" has colons but no port: the last one is the address's */
+	if (host[0] == '[' && (!(port = strchr(host, ']')) || port[1] != ':')) {
+		lh_usage_error(TOOL, "--listen '%s': no port after the bracketed address; give "
+			       "[ADDRESS]:PORT, e.g. [::1]:9581", sv->listen);
+		return LH_EXIT_USAGE;
+	}
 	port = strrchr(host, ':');
 	*port++ = 0;
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {

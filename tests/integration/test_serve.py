@@ -259,6 +259,7 @@ def test_serve_refusals():
         busy.close()
     for args, value in ((["--listen", "127.0.0.1:99999"], "99999"),
                         (["--listen", "localhost"], "localhost"),
+                        (["--listen", "[::1]"], "no port after the bracketed address"),
                         (["--tools", "runq,nope"], "nope"), (["--tools", ""], "--tools"),
                         (["--max-series", "0"], "0"), (["--fold-idle", "10ms"], "10ms"),
                         (["--tools", "runq", "--per-disk"], "--per-disk"),
