@@ -111,7 +111,10 @@ void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns)
 		return;
 	ms = (int)((deadline_ns - now + 999999) / 1000000);
 	r->stop_ns = deadline_ns;
-	ring_buffer__poll(r->rb, ms < 100 ? ms : 100);
+	/* the poll reads a ring only when the kernel woke it, which records submitted with
+	 * BPF_RB_NO_WAKEUP never do below a quarter of the ring: what waits is read after */
+	if (ring_buffer__poll(r->rb, ms < 100 ? ms : 100) >= 0 && lh_now_ns() < deadline_ns)
+		ring_buffer__consume(r->rb);
 	r->stop_ns = 0;
 	flush_lines(r);		/* lines reach the file or pipe within ~100 ms */
 }

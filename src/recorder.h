@@ -50,9 +50,10 @@ struct lh_recorder {
 int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const char *path,
 		     int fd, lh_format_record_fn format, void *ctx);
 
-/* Read records for at most 100 ms, and not past deadline_ns (CLOCK_MONOTONIC);
- * returns early on a signal. Call it in a loop: records are submitted without a
- * wakeup until a quarter of the ring buffer waits, so it must look regularly. */
+/* Wait for records at most 100 ms, and not past deadline_ns (CLOCK_MONOTONIC), then
+ * read what waits in the ring buffer and write its lines; returns early on a signal.
+ * Call it in a loop: records are submitted without a wakeup until a quarter of the
+ * ring buffer waits, so it must look regularly. */
 void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns);
 
 /*
