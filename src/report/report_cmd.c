@@ -392,8 +392,11 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 		return bad_hist(m, name, &key, "sum_ns is not a whole number from 0 to 2^64-1");
 	if (get_u64(jh, "max_ns", &max))
 		return bad_hist(m, name, &key, "max_ns is not a whole number from 0 to 2^64-1");
-	if (json_object_object_get_ex(jh, "bytes", NULL) && get_u64(jh, "bytes", &bytes))
-		return bad_hist(m, name, &key, "bytes is not a whole number from 0 to 2^64-1");
+	/* the tools that count bytes write them in every histogram: none is not 0 bytes */
+	if ((m->desc->has_bytes || json_object_object_get_ex(jh, "bytes", NULL)) &&
+	    get_u64(jh, "bytes", &bytes))
+		return bad_hist(m, name, &key, "bytes is missing or not a whole number from 0 to "
+				"2^64-1");
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
 	tmp->name_ns = m->doc_start;	/* of a task's names, the earliest input's is kept */

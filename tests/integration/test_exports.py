@@ -452,6 +452,32 @@ def test_report_refuses_double_counts_and_overwrites():
         check(rc == 0 and "1 of the 2 inputs have on-CPU slices" in err, f"rc {rc}: {err!r}")
 
 
+def test_report_refuses_bio_histogram_without_bytes():
+    """A bio histogram always has its bytes: the workload's own (5 reads of 4 KiB) come
+    back through report, and one without the field is refused, one line, exit 1; before,
+    it printed "bytes 0", exit 0."""
+    with LoopDevice() as dev, tempfile.TemporaryDirectory() as tmp:
+        work = Workload("direct", dev.dev, 5, 4096, 0, 4096, exe=BIOWORK)
+        pid = work.start()
+        tool = Lathist("bio", "-f", "json", "-p", str(pid)).start()
+        work.go()
+        work.wait()
+        rc, out, err = tool.stop()
+        check(rc == 0, err)
+        doc = json.loads(out)
+        good, bad = os.path.join(tmp, "good.json"), os.path.join(tmp, "bad.json")
+        with open(good, "w") as f:
+            json.dump(doc, f)
+        rc, out, err = report(good)
+        check(rc == 0 and "bytes 20480" in out, f"rc {rc}: {err!r}")
+        next(h for h in doc["histograms"] if h["name"] == "total").pop("bytes")
+        with open(bad, "w") as f:
+            json.dump(doc, f)
+        rc, out, err = report(bad)
+        check(rc == 1 and not out and len(err.strip().splitlines()) == 1 and
+              "histogram total: bytes is missing" in err, f"rc {rc}: {err!r}")
+
+
 def test_report_refuses_bad_files():
     """Malformed or hostile input: one line naming the file and the problem, exit 1."""
     _, good = traced(Workload("mix", CPU, 1, 0, 100), "--per-thread")
