@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include "bpfcommon.h"
 #include "cgroup.h"
 #include "cli.h"
 #include "fold.h"
@@ -727,9 +728,15 @@ static int serve_run(struct serve *sv)
 {
 	struct MHD_Daemon *d = NULL;
 	char line[256] = "";
-	int ok = 0, rc = LH_EXIT_OK;
-	size_t n = 0;
+	char failed[128] = "", priv[160];
+	int ok = 0, nfailed = 0, rc = LH_EXIT_OK;
+	size_t n = 0, nf = 0;
 
+	/* said once for all the tools, not once by each */
+	if (lh_check_privileges(priv, sizeof(priv))) {
+		fprintf(stderr, "lathist serve: %s\n", priv);
+		return LH_EXIT_RUNTIME;
+	}
 	for (int i = 0; i < sv->ntools; i++) {
 		struct served *t = &sv->tools[i];
 		struct lh_fold_opts fo = { .max_series = sv->max_series, .idle_ns = sv->fold_idle_ns,
@@ -754,11 +761,15 @@ static int serve_run(struct serve *sv)
 				t->desc->name);
 			rc = LH_EXIT_RUNTIME;
 			break;
-		} else {
-			fprintf(stderr, "lathist serve: %s did not start (see above); serving the "
-				"others\n", t->desc->name);
+		} else {	/* said once it is known whether another one started */
+			nf += (size_t)snprintf(failed + nf, sizeof(failed) - nf, "%s%s",
+					       nf ? " and " : "", t->desc->name);
+			nfailed++;
 		}
 	}
+	if (nfailed && rc == LH_EXIT_OK)
+		fprintf(stderr, "lathist serve: %s did not start (see above)%s\n", failed,
+			ok ? "; serving the others" : "; nothing to serve");
 	if (!ok && rc == LH_EXIT_OK)
 		rc = LH_EXIT_RUNTIME;
 	if (rc == LH_EXIT_OK && !lh_session_exiting()) {

@@ -721,3 +721,16 @@ def test_service_unit_unprivileged():
         check(info and "cgroup" in info[0]["grouping"], f"{tool}: not served per cgroup: {info}")
     check(any(n == "lathist_runq_latency_seconds_count" and v > 0 for (n, _), v in body.items()),
           "no runqueue wait served")
+
+
+def test_serve_unprivileged_says_so_once():
+    """Without root or CAP_BPF and CAP_PERFMON: one line naming what is missing, exit 1, no
+    listener; before, each tool said it and then that serve was "serving the others",
+    which there were none of."""
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "--inh-caps=-all", "--bounding-set=-all", LATHIST, "serve", "--listen",
+                        f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
+          "lathist serve: needs root, or CAP_BPF and CAP_PERFMON" in p.stderr and
+          "serving" not in p.stderr.lower() and not p.stdout,
+          f"rc {p.returncode}: {p.stderr!r}")
