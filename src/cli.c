@@ -457,6 +457,7 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 	const char *eq = strchr(arg, '=');
 	size_t n = eq ? (size_t)(eq - arg) : 0;
 	char name[64];
+	long bad;
 
 	if (o->nlabels == LH_MAX_LABELS - 1) {
 		lh_usage_error(tool, "--label: at most %d labels; give fewer", LH_MAX_LABELS - 1);
@@ -470,6 +471,12 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 		return -EINVAL;
 	}
 	snprintf(name, sizeof(name), "%.*s", (int)n, arg);
+	if ((bad = lh_bad_text_byte(eq + 1)) >= 0) {	/* the value is not echoed: it may hold a newline */
+		lh_usage_error(tool, "--label %s: its value has byte 0x%02x at %ld, which is not "
+			       "printable UTF-8; give printable text", name,
+			       (unsigned char)eq[1 + bad], bad);
+		return -EINVAL;
+	}
 	if (reserved_label(name)) {
 		lh_usage_error(tool, "--label '%s': %s is a label lathist sets itself; give another "
 			       "name", arg, name);

@@ -542,3 +542,25 @@ void lh_lines_close(struct lh_lines *l)
 	l->fd = -1;
 	l->own = false;
 }
+
+long lh_bad_text_byte(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (long i = 0; p[i];) {
+		unsigned char c = p[i];
+		int n = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 :
+			c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+		/* the second byte's range where the first does not allow every 80..bf */
+		unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+		unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+
+		if (n < 0 || (n == 0 && (c < 0x20 || c == 0x7f)))
+			return i;
+		for (int k = 1; k <= n; k++)
+			if (p[i + k] < (k == 1 ? lo : 0x80) || p[i + k] > (k == 1 ? hi : 0xbf))
+				return i;
+		i += n + 1;
+	}
+	return -1;
+}

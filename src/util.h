@@ -106,6 +106,14 @@ void lh_run_id(char out[33]);
 /* Is s exactly 32 lowercase hex digits (a run id)? */
 bool lh_is_run_id(const char *s);
 
+/*
+ * The offset of the first byte of s that does not belong in printable UTF-8 text: a
+ * control character (below 0x20, or 0x7f) or a sequence that is not well-formed UTF-8
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF); -1 when there is
+ * none. OpenMetrics label values must be UTF-8 (the OpenMetrics 1.0 text format).
+ */
+long lh_bad_text_byte(const char *s);
+
 /* Nanoseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 uint64_t lh_now_ns(void);
 uint64_t lh_realtime_ns(void);

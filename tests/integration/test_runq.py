@@ -588,6 +588,10 @@ BAD = [
     (["-f", "openmetrics", "--label", "a=1", "--label", "a=2"], 2,
      "a given twice; give each label once"),
     (["--label", "a=1"], 2, "--label is for metrics"),
+    # OpenMetrics label values are UTF-8; a newline would also have cut this very line
+    (["-f", "openmetrics", "--label", "a=x\ny"], 2,
+     "--label a: its value has byte 0x0a at 1, which is not printable UTF-8"),
+    (["-f", "openmetrics", "--label", "a=x\udcffy"], 2, "byte 0xff at 1"),
     (["-d", "1us"], 2, "-d '1us': too short"),
     (["-i", "99999999999"], 2, "too long"),
     (["-i", "5", "-d", "1"], 2, "-i 5s is longer than -d 1s"),

@@ -187,6 +187,25 @@ static void test_atomic_write(void **state)
 	rmdir(dir);
 }
 
+/* Printable UTF-8 (RFC 3629): each kind of bad byte found at its offset. */
+static void test_bad_text_byte(void **state)
+{
+	(void)state;
+	assert_int_equal(lh_bad_text_byte(""), -1);
+	assert_int_equal(lh_bad_text_byte("prod-eu 1"), -1);
+	assert_int_equal(lh_bad_text_byte("\xc3\xaele \xe2\x82\xac \xf0\x9f\x98\x80"), -1);
+	assert_int_equal(lh_bad_text_byte("ab\ncd"), 2);		/* control */
+	assert_int_equal(lh_bad_text_byte("x\x7f"), 1);		/* DEL */
+	assert_int_equal(lh_bad_text_byte("x\xff"), 1);		/* never in UTF-8 */
+	assert_int_equal(lh_bad_text_byte("x\x80"), 1);		/* a lone continuation */
+	assert_int_equal(lh_bad_text_byte("x\xc3"), 1);		/* cut before its end */
+	assert_int_equal(lh_bad_text_byte("\xc0\xaf"), 0);		/* overlong '/' */
+	assert_int_equal(lh_bad_text_byte("\xe0\x80\xaf"), 0);	/* overlong, 3 bytes */
+	assert_int_equal(lh_bad_text_byte("\xed\xa0\x80"), 0);	/* a surrogate, U+D800 */
+	assert_int_equal(lh_bad_text_byte("\xf4\x90\x80\x80"), 0);	/* past U+10FFFF */
+	assert_int_equal(lh_bad_text_byte("ok\xf4\x8f\xbf\xbf"), -1);	/* U+10FFFF itself */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_cpulist),
 		cmocka_unit_test(test_cpulist_canonical),
 		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_bad_text_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
