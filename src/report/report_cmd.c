@@ -162,6 +162,17 @@ static int get_str(json_object *o, const char *k, char *buf, size_t len)
 	return 0;
 }
 
+
+/* Does name hold a byte no kernel disk name has (a space, a quote, a backslash, a control
+ * or non-ASCII byte)? */
+static bool disk_name_bad(const char *name)
+{
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '\\')
+			return true;
+	return false;
+}
+
 /* Undo lh_printable's \xNN and \\ escapes of a task name. */
 static void unprintable(const char *in, char *out, size_t len)
 {
@@ -226,8 +237,12 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 	    get_u64(k, "start_ns", &key->birth_ns))
 		return bad(m, "key field start_ns is not a number");
 	if (json_object_object_get_ex(k, "disk", NULL)) {
-		if (get_str(k, "disk", key->disk, sizeof(key->disk)))
-			return bad(m, "key field disk is not a disk name");
+		/* a kernel disk name, as /sys/dev/block shows it: printable, no space or quote
+		 * (the text prints it as it is) */
+		if (get_str(k, "disk", key->disk, sizeof(key->disk)) || !key->disk[0] ||
+		    disk_name_bad(key->disk))
+			return bad(m, "key field disk is not a disk name (letters, digits and "
+				   "punctuation, no space, quote or backslash)");
 		key->fields |= LH_KEY_DISK;
 	}
 	if (json_object_object_get_ex(k, "op", NULL)) {

@@ -452,20 +452,29 @@ def test_report_refuses_double_counts_and_overwrites():
         check(rc == 0 and "1 of the 2 inputs have on-CPU slices" in err, f"rc {rc}: {err!r}")
 
 
-def test_report_refuses_bio_histogram_without_bytes():
+def test_report_refuses_bad_bio_histograms():
     """A bio histogram always has its bytes: the workload's own (5 reads of 4 KiB) come
     back through report, and one without the field is refused, one line, exit 1; before,
-    it printed "bytes 0", exit 0."""
+    it printed "bytes 0", exit 0. So is a disk name no kernel disk has (one with a quote
+    and a newline was printed as it was, cutting the text's line)."""
     with LoopDevice() as dev, tempfile.TemporaryDirectory() as tmp:
         work = Workload("direct", dev.dev, 5, 4096, 0, 4096, exe=BIOWORK)
         pid = work.start()
-        tool = Lathist("bio", "-f", "json", "-p", str(pid)).start()
+        tool = Lathist("bio", "-f", "json", "--per-disk", "-p", str(pid)).start()
         work.go()
         work.wait()
         rc, out, err = tool.stop()
         check(rc == 0, err)
         doc = json.loads(out)
         good, bad = os.path.join(tmp, "good.json"), os.path.join(tmp, "bad.json")
+        for name in ('a"b\n', "a b", ""):
+            d = json.loads(out)
+            d["histograms"][0]["key"]["disk"] = name
+            with open(bad, "w") as f:
+                json.dump(d, f)
+            rc, text, err = report(bad)
+            check(rc == 1 and not text and len(err.strip().splitlines()) == 1 and
+                  "key field disk is not a disk name" in err, f"{name!r}: rc {rc}: {err!r}")
         with open(good, "w") as f:
             json.dump(doc, f)
         rc, out, err = report(good)
