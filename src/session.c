@@ -202,6 +202,8 @@ static uint64_t prog_misses(const struct lh_session *s)
 
 void lh_session_attached(struct lh_session *s, const char *what)
 {
+	char dur[32];
+
 	if (s->prepare)
 		s->prepare(s);
 	*s->start_ns = lh_now_ns();
@@ -211,9 +213,9 @@ void lh_session_attached(struct lh_session *s, const char *what)
 		s->sweep(s, false);
 	if (lh_session_sink)
 		lh_session_sink->attached(lh_session_sink, s);
-	else if (s->c->duration_ns)
-		fprintf(stderr, "Tracing %s for %.3g s... Hit Ctrl-C to end sooner.\n", what,
-			(double)s->c->duration_ns / 1e9);
+	else if (s->c->duration_ns)	/* 9999s, not %g's 1e+04 */
+		fprintf(stderr, "Tracing %s for %s... Hit Ctrl-C to end sooner.\n", what,
+			lh_duration_str(s->c->duration_ns, dur, sizeof(dur)));
 	else
 		fprintf(stderr, "Tracing %s... Hit Ctrl-C to end.\n", what);
 }
