@@ -36,6 +36,9 @@ struct lh_tool_desc {
 						 * loss.paired, NULL-terminated */
 	const char *const *serve_opts;		/* lathist serve's options it takes beyond
 						 * the common ones (long names), NULL-terminated */
+	const char *const *max_keys_with;	/* serve options of which one must be given
+						 * for --max-keys to size a map, NULL-terminated;
+						 * NULL: --max-keys always does */
 	bool groupings_combine;			/* several, joined by commas in list order */
 	const char *om_label;			/* OpenMetrics label naming the histogram */
 	const char *om_help;			/* HELP of lathist_<name>_latency_seconds */

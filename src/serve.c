@@ -211,6 +211,24 @@ static bool takes(const struct lh_tool_desc *d, size_t i)
 	return false;
 }
 
+/* An option given to serve: which one (forwards[fwd]) and its argument. */
+struct given_opt {
+	size_t fwd;
+	const char *arg;
+};
+
+/* Does --max-keys size one of d's maps with these options (d->max_keys_with)? */
+static bool sizes_keys(const struct lh_tool_desc *d, const struct given_opt *g, int n)
+{
+	if (!d->max_keys_with)
+		return true;
+	for (int i = 0; i < n; i++)
+		for (size_t j = 0; d->max_keys_with[j]; j++)
+			if (!strcmp(d->max_keys_with[j], forwards[g[i].fwd].name))
+				return true;
+	return false;
+}
+
 static int add_arg(struct served *t, const char *a)
 {
 	if (t->argc + 1 >= MAX_ARGS || !(t->argv[t->argc] = strdup(a)))
@@ -272,7 +290,7 @@ static int parse(struct serve *sv, int argc, char **argv)
 		{ "label", required_argument, NULL, LH_OPT_LABEL },
 		{ "help", no_argument, NULL, 'h' },
 	};
-	struct { size_t fwd; const char *arg; } given[MAX_ARGS];
+	struct given_opt given[MAX_ARGS];
 	int ngiven = 0, nopts = 8, opt, err;
 	uint64_t ns;
 
@@ -391,7 +409,15 @@ static int parse(struct serve *sv, int argc, char **argv)
 		bool any = false;
 
 		for (int t = 0; t < sv->ntools; t++)
-			any |= takes(sv->tools[t].desc, given[i].fwd);
+			any |= takes(sv->tools[t].desc, given[i].fwd) &&
+			       (strcmp(forwards[given[i].fwd].name, "max-keys") ||
+				sizes_keys(sv->tools[t].desc, given, ngiven));
+		if (!any && !strcmp(forwards[given[i].fwd].name, "max-keys")) {
+			lh_usage_error(TOOL, "--max-keys %s sizes runq's --per-process, --per-thread "
+				       "or --per-cgroup maps, or bio's: add one, or drop --max-keys",
+				       given[i].arg);
+			return LH_EXIT_USAGE;
+		}
 		if (!any) {
 			lh_usage_error(TOOL, "--%s: none of the tools served takes it (see lathist "
 				       "serve -h)", forwards[given[i].fwd].name);

@@ -1085,6 +1085,7 @@ const struct lh_tool_desc runq_tool = {
 	.paired_hists = runq_paired,
 	.serve_opts = (const char *const[]){ "per-process", "per-thread", "per-cpu", "per-cgroup",
 					     "tid", "cpus", "oncpu", "max-tasks", NULL },
+	.max_keys_with = (const char *const[]){ "per-process", "per-thread", "per-cgroup", NULL },
 	.om_label = "kind",
 	.om_help = "Runqueue latency by kind: wakeup (sched_wakeup to switch-in), preempt "
 		   "(switched out runnable to switch-in); buckets hold lo < v <= le.",

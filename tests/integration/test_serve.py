@@ -263,6 +263,9 @@ def test_serve_refusals():
                         (["--tools", "runq,nope"], "nope"), (["--tools", ""], "--tools"),
                         (["--max-series", "0"], "0"), (["--fold-idle", "10ms"], "10ms"),
                         (["--tools", "runq", "--per-disk"], "--per-disk"),
+                        # runq without a keyed grouping has no map --max-keys sizes
+                        (["--tools", "runq", "--max-keys", "100"],
+                         "--max-keys 100 sizes runq's --per-process, --per-thread or"),
                         (["--buckets", "1m..1us"], "1m..1us"), (["-i", "0"], "0"),
                         (["--label", "9x=1"], "9x"), (["extra"], "extra"),
                         # an abbreviation of two forwarded options is not taken as one
