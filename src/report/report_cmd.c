@@ -1711,7 +1711,7 @@ static int fill(struct merge *m, struct input *in, size_t keep)
 static int parse_doc(struct merge *m, json_tokener *tok, struct input *in, size_t *off,
 		     size_t *end, json_object **doc)
 {
-	size_t fed = *off;
+	size_t fed = *off, pe;
 	int err;
 
 	json_tokener_reset(tok);
@@ -1721,16 +1721,23 @@ static int parse_doc(struct merge *m, json_tokener *tok, struct input *in, size_
 
 		*doc = json_tokener_parse_ex(tok, in->buf + fed, (int)(n > INT32_MAX ? INT32_MAX : n));
 		je = json_tokener_get_error(tok);
+		pe = json_tokener_get_parse_end(tok);
+		if (!*doc && je == json_tokener_continue && (!in->f || in->eof)) {
+			/* a number or literal at the very end (42, null) ends only at what
+			 * follows it: a space tells the tokener so */
+			*doc = json_tokener_parse_ex(tok, " ", 1);
+			je = json_tokener_get_error(tok);
+			pe = n;
+		}
 		if (*doc || je != json_tokener_continue || !in->f || in->eof) {
 			if (*doc) {
-				*end = fed + json_tokener_get_parse_end(tok);
+				*end = fed + pe;
 				return 0;
 			}
 			m->line++;
 			if (je == json_tokener_success)	/* "null": JSON, but nothing */
 				return bad(m, "a document is not a JSON object (null)");
-			return bad(m, "not JSON at byte %" PRIu64 " (json-c: %s)",
-				   in->base + fed + json_tokener_get_parse_end(tok),
+			return bad(m, "not JSON at byte %" PRIu64 " (json-c: %s)", in->base + fed + pe,
 				   je == json_tokener_continue ? "unexpected end" :
 				   json_tokener_error_desc(je));
 		}

@@ -501,6 +501,7 @@ def test_report_refuses_bad_files():
         "empty": "",
         "not JSON": "{\"schema\": ",
         "JSON null": "null",
+        "JSON number": "42",
         "array": "[1, 2]",
         "NUL": text[:10] + "\0" + text[10:],
         "schema": mutate(lambda d: d.update(schema="lathist/9")),
@@ -581,6 +582,9 @@ def test_report_refuses_bad_files():
              "sum mismatch": f"histogram {first['name']}: slots add up to {first['count']}, "
                              f"count says {first['count'] + 1} (key tid {first['key']['tid']}, "
                              f"pid {first['key']['pid']}, "}
+    # JSON, but not a document: said so (a literal at the end was "not JSON ... unexpected end")
+    names["JSON null"] = "a document is not a JSON object (null)"
+    names["JSON number"] = "a document is not a JSON object"
     names["no ncpus"] = names["ncpus 0"] = "meta.ncpus is not a number of CPUs from 1 to"
     names["bogus op"] = 'key field op is "bogus", not an operation lathist writes'
     names["max too low"] = "max_ns 1 is not in its highest slot"
