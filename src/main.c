@@ -68,6 +68,12 @@ int main(int argc, char **argv)
 		fputs("lathist: missing verb; see lathist -h for the list\n", stderr);
 		return LH_EXIT_USAGE;
 	}
+	if ((!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	     !strcmp(argv[1], "--version")) && argc > 2) {
+		fprintf(stderr, "lathist: %s takes nothing after it ('%s'); give lathist %s, or "
+			"lathist VERB -h for a verb's options\n", argv[1], argv[2], argv[1]);
+		return LH_EXIT_USAGE;
+	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage();
 		return LH_EXIT_OK;

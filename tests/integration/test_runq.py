@@ -616,6 +616,10 @@ def test_bad_input():
         check(out == "", f"{args}: stdout {out!r}")
     rc, _, err = run("nosuchverb")
     check(rc == 2 and "unknown verb" in err, f"verb: {rc} {err}")
+    for args in (["--version", "extra"], ["-h", "runq"]):	# taken as nothing, exit 0
+        rc, out, err = run(*args)
+        check(rc == 2 and not out and len(err.strip().splitlines()) == 1 and
+              f"{args[0]} takes nothing after it ('{args[1]}')" in err, f"{args}: {rc} {err!r}")
     with tempfile.TemporaryDirectory() as d:
         link = os.path.join(d, "link.json")
         os.symlink("/etc/passwd", link)
