@@ -26,7 +26,8 @@ static void flush_lines(struct lh_recorder *r)
 
 	if (err)
 		fprintf(stderr, "lathist %s: writing the records to %s failed: %s; %s\n", r->tool,
-			r->path ? r->path : r->out.fd == STDOUT_FILENO ? "stdout" : "stderr",
+			r->path && strcmp(r->path, "-") ? r->path :
+			r->out.fd == STDOUT_FILENO ? "stdout" : "stderr",
 			strerror(-err), err == -EPIPE ? "nobody reads them any more: the run ends" :
 			"tracing goes on, records are counted but no longer written");
 	r->used = 0;
