@@ -96,10 +96,18 @@ int lh_pmu_parse(const char *list, struct lh_pmu_event *ev, char *bad, size_t ba
 		err = parse_one(item, &ev[n], why);
 		if (err)
 			break;
-		for (int j = 0; j < n; j++)
+		for (int j = 0; j < n && !err; j++)
 			if (ev[j].type == ev[n].type && ev[j].config == ev[n].config) {
-				*why = "given twice; give each counter once";
+				/* another name of the same event (faults, page-faults) */
+				static __thread char same[96];
+
 				err = -EINVAL;
+				*why = "given twice; give each counter once";
+				if (strcmp(item, ev[j].name)) {
+					snprintf(same, sizeof(same), "the same counter as %s; give "
+						 "each counter once", ev[j].name);
+					*why = same;
+				}
 			}
 		if (err)
 			break;

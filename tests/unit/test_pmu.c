@@ -68,8 +68,12 @@ static void test_parse(void **state)
 	assert_string_equal(bad, "bogus");
 	assert_int_equal(lh_pmu_parse("rxyz", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_string_equal(bad, "rxyz");
-	assert_int_equal(lh_pmu_parse("cycles,cpu-cycles", ev, bad, sizeof(bad), &why), -EINVAL);
+	assert_int_equal(lh_pmu_parse("cycles,cycles", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_string_equal(why, "given twice; give each counter once");
+	/* the same event by another name: the name it was given first is said */
+	assert_int_equal(lh_pmu_parse("cycles,cpu-cycles", ev, bad, sizeof(bad), &why), -EINVAL);
+	assert_string_equal(bad, "cpu-cycles");
+	assert_string_equal(why, "the same counter as cycles; give each counter once");
 	assert_int_equal(lh_pmu_parse("cycles,,instructions", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_int_equal(lh_pmu_parse("", ev, bad, sizeof(bad), &why), -EINVAL);
 	assert_int_equal(lh_pmu_parse("cycles,", ev, bad, sizeof(bad), &why), -EINVAL);
