@@ -256,6 +256,11 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 			       "leave --cgroup out)");
 		return -EINVAL;
 	}
+	if (!strcmp(arg, "/")) {	/* --per-cgroup's name of the root: not a path */
+		lh_usage_error(tool, "--cgroup '/': the root cgroup holds every task; for every "
+			       "task leave --cgroup out, or give a folder under it");
+		return -EINVAL;
+	}
 	err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
 	if (!err)
 		return 0;
