@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +65,25 @@ static int render_fd(int fd, void *ctx)
 }
 
 /* Say that output could not be replaced (err: lh_write_atomic's); returns err. */
+/* With -i the same failure at every interval is said once, and so is the first write
+ * that works again (a disk that filled up and was freed). Per thread: serve's tools
+ * write no file. */
+static __thread int out_err;
+static __thread uint64_t out_unwritten;
+
 static int write_failed(const char *who, const char *output, int err)
 {
-	if (err)
+	if (err && err != out_err)
 		fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
 			"is unchanged)\n", who, output,
 			err == -EINVAL ? "it is no longer a regular file" :
 			err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
+	if (!err && out_err)
+		fprintf(stderr, "lathist %s: %s written again (%" PRIu64 " report%s not written "
+			"before it)\n", who, output, out_unwritten, out_unwritten == 1 ? " was" :
+			"s were");
+	out_unwritten = err ? out_unwritten + 1 : 0;
+	out_err = err;
 	return err;
 }
 

@@ -1063,3 +1063,33 @@ def test_anonymize():
                            text=True, env=env)
         check(q.returncode == 0 and "anonymized: pids, tids, task names, the host and its boot id" in
               q.stdout, q.stdout[:300])
+
+
+def test_output_full_disk_said_once_and_again():
+    """-o with -i on a file system that is full, then freed: one line when the writes start
+    to fail (not one per interval), one when a report is written again, naming how many
+    were not; exit 1; the file then holds a whole report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        small = os.path.join(tmp, "small")
+        os.mkdir(small)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small], check=True)
+        try:
+            fill, out = os.path.join(small, "fill"), os.path.join(small, "r.json")
+            with open(fill, "wb") as f:
+                f.write(b"\0" * 16384)
+            tool = Lathist("runq", "-f", "json", "-i", "0.2", "-d", "3", "-o", out).start()
+            time.sleep(1.1)		# about five intervals that cannot be written
+            os.unlink(fill)
+            rc, _, err = tool.wait()
+            with open(out) as f:
+                doc = json.load(f)
+        finally:
+            subprocess.run(["umount", small], check=True)
+        fails = [l for l in err.splitlines() if "cannot write" in l]
+        again = [l for l in err.splitlines() if "written again" in l]
+        check(rc == 1 and len(fails) == 1 and "No space left on device" in fails[0] and
+              len(again) == 1, f"rc {rc}: {err}")
+        n = int(re.search(r"\((\d+) reports? w", again[0]).group(1))
+        # every interval before the freeing failed, and some after it were written
+        check(1 <= n < doc["meta"]["interval_index"],
+              f"{n} reports not written; interval {doc['meta']['interval_index']}: {again[0]}")
