@@ -103,6 +103,15 @@ int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const 
 	return 0;
 }
 
+/* deadline_ns, or 100 ms from now when that is sooner: how long one read may go on */
+static uint64_t look_end(uint64_t deadline_ns)
+{
+	uint64_t now = lh_now_ns();
+
+	return now < deadline_ns && deadline_ns - now > 100000000ULL ? now + 100000000ULL :
+	       deadline_ns;
+}
+
 void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns)
 {
 	uint64_t now = lh_now_ns();
@@ -111,11 +120,16 @@ void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns)
 	if (now >= deadline_ns)
 		return;
 	ms = (int)((deadline_ns - now + 999999) / 1000000);
-	r->stop_ns = deadline_ns;
+	/* each read goes on for 100 ms at most: records keep coming while they are read
+	 * (a slow consumer's own wakeups are events), and the caller checks a signal, an
+	 * early drain and a closed pipe between looks */
+	r->stop_ns = look_end(deadline_ns);
 	/* the poll reads a ring only when the kernel woke it, which records submitted with
 	 * BPF_RB_NO_WAKEUP never do below a quarter of the ring: what waits is read after */
-	if (ring_buffer__poll(r->rb, ms < 100 ? ms : 100) >= 0 && lh_now_ns() < deadline_ns)
+	if (ring_buffer__poll(r->rb, ms < 100 ? ms : 100) >= 0 && lh_now_ns() < deadline_ns) {
+		r->stop_ns = look_end(deadline_ns);
 		ring_buffer__consume(r->rb);
+	}
 	r->stop_ns = 0;
 	flush_lines(r);		/* lines reach the file or pipe within ~100 ms */
 }

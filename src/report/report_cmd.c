@@ -1724,10 +1724,13 @@ static int parse_doc(struct merge *m, json_tokener *tok, struct input *in, size_
 		pe = json_tokener_get_parse_end(tok);
 		if (!*doc && je == json_tokener_continue && (!in->f || in->eof)) {
 			/* a number or literal at the very end (42, null) ends only at what
-			 * follows it: a space tells the tokener so */
+			 * follows it: a space tells the tokener so; input cut inside one
+			 * ({"a": tru) stays an unexpected end */
 			*doc = json_tokener_parse_ex(tok, " ", 1);
-			je = json_tokener_get_error(tok);
-			pe = n;
+			if (*doc || json_tokener_get_error(tok) == json_tokener_success) {
+				je = json_tokener_success;
+				pe = n;
+			}
 		}
 		if (*doc || je != json_tokener_continue || !in->f || in->eof) {
 			if (*doc) {

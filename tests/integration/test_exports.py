@@ -502,6 +502,7 @@ def test_report_refuses_bad_files():
         "not JSON": "{\"schema\": ",
         "JSON null": "null",
         "JSON number": "42",
+        "cut in a literal": '{"schema": tru',
         "array": "[1, 2]",
         "NUL": text[:10] + "\0" + text[10:],
         "schema": mutate(lambda d: d.update(schema="lathist/9")),
@@ -585,6 +586,7 @@ def test_report_refuses_bad_files():
     # JSON, but not a document: said so (a literal at the end was "not JSON ... unexpected end")
     names["JSON null"] = "a document is not a JSON object (null)"
     names["JSON number"] = "a document is not a JSON object"
+    names["cut in a literal"] = "not JSON at byte 14 (json-c: unexpected end)"
     names["no ncpus"] = names["ncpus 0"] = "meta.ncpus is not a number of CPUs from 1 to"
     names["bogus op"] = 'key field op is "bogus", not an operation lathist writes'
     names["max too low"] = "max_ns 1 is not in its highest slot"
