@@ -413,9 +413,17 @@ static int parse(struct serve *sv, int argc, char **argv)
 			       (strcmp(forwards[given[i].fwd].name, "max-keys") ||
 				sizes_keys(sv->tools[t].desc, given, ngiven));
 		if (!any && !strcmp(forwards[given[i].fwd].name, "max-keys")) {
-			lh_usage_error(TOOL, "--max-keys %s sizes runq's --per-process, --per-thread "
-				       "or --per-cgroup maps, or bio's: add one, or drop --max-keys",
-				       given[i].arg);
+			/* every tool served has options that make its keyed maps: name them */
+			const struct lh_tool_desc *d = sv->tools[0].desc;
+			char with[160] = "";
+			size_t w = 0;
+
+			for (size_t j = 0; d->max_keys_with[j] && w < sizeof(with); j++)
+				w += (size_t)snprintf(with + w, sizeof(with) - w, "%s--%s",
+						      !j ? "" : d->max_keys_with[j + 1] ? ", " :
+						      " or ", d->max_keys_with[j]);
+			lh_usage_error(TOOL, "--max-keys %s sizes %s's %s maps: add one, or drop "
+				       "--max-keys", given[i].arg, d->name, with);
 			return LH_EXIT_USAGE;
 		}
 		if (!any) {
@@ -754,15 +762,10 @@ static int serve_run(struct serve *sv)
 {
 	struct MHD_Daemon *d = NULL;
 	char line[256] = "";
-	char failed[128] = "", priv[160];
+	char failed[128] = "";
 	int ok = 0, nfailed = 0, rc = LH_EXIT_OK;
 	size_t n = 0, nf = 0;
 
-	/* said once for all the tools, not once by each */
-	if (lh_check_privileges(priv, sizeof(priv))) {
-		fprintf(stderr, "lathist serve: %s\n", priv);
-		return LH_EXIT_RUNTIME;
-	}
 	for (int i = 0; i < sv->ntools; i++) {
 		struct served *t = &sv->tools[i];
 		struct lh_fold_opts fo = { .max_series = sv->max_series, .idle_ns = sv->fold_idle_ns,
@@ -788,12 +791,13 @@ static int serve_run(struct serve *sv)
 			rc = LH_EXIT_RUNTIME;
 			break;
 		} else {	/* said once it is known whether another one started */
-			nf += (size_t)snprintf(failed + nf, sizeof(failed) - nf, "%s%s",
-					       nf ? " and " : "", t->desc->name);
+			if (nf < sizeof(failed))
+				nf += (size_t)snprintf(failed + nf, sizeof(failed) - nf, "%s%s",
+						       nf ? " and " : "", t->desc->name);
 			nfailed++;
 		}
 	}
-	if (nfailed && rc == LH_EXIT_OK)
+	if (nfailed && rc == LH_EXIT_OK && !lh_session_exiting())
 		fprintf(stderr, "lathist serve: %s did not start (see above)%s\n", failed,
 			ok ? "; serving the others" : "; nothing to serve");
 	if (!ok && rc == LH_EXIT_OK)
@@ -856,11 +860,17 @@ static int serve_run(struct serve *sv)
 int serve_main(int argc, char **argv)
 {
 	struct serve *sv = calloc(1, sizeof(*sv));
+	char priv[160];
 	int rc;
 
 	if (!sv)
 		return LH_EXIT_RUNTIME;
 	rc = parse(sv, argc, argv);
+	/* said once for all the tools, not once by each, and before the port is taken */
+	if (!rc && lh_check_privileges(priv, sizeof(priv))) {
+		fprintf(stderr, "lathist serve: %s\n", priv);
+		rc = LH_EXIT_RUNTIME;
+	}
 	if (!rc)
 		rc = bind_listen(sv);
 	if (!rc) {

@@ -727,12 +727,17 @@ def test_service_unit_unprivileged():
 
 
 def test_serve_unprivileged_says_so_once():
-    """Without root or CAP_BPF and CAP_PERFMON: one line naming what is missing, exit 1, no
-    listener; before, each tool said it and then that serve was "serving the others",
-    which there were none of."""
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        "--inh-caps=-all", "--bounding-set=-all", LATHIST, "serve", "--listen",
-                        f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=60)
+    """Without root or CAP_BPF and CAP_PERFMON: one line naming what is missing, exit 1,
+    before the port is bound; before, each tool said it and then that serve was "serving
+    the others", which there were none of."""
+    with tempfile.NamedTemporaryFile(prefix="lathist-strace-") as tr:
+        p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=bind", "-o", tr.name,
+                            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "--inh-caps=-all", "--bounding-set=-all", LATHIST, "serve",
+                            "--listen", f"127.0.0.1:{free_port()}"],
+                           capture_output=True, text=True, timeout=60)
+        calls = open(tr.name).read()
+    check("bind(" not in calls, f"an unprivileged serve bound its port: {calls[:300]}")
     check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
           "lathist serve: needs root, or CAP_BPF and CAP_PERFMON" in p.stderr and
           "serving" not in p.stderr.lower() and not p.stdout,
