@@ -256,12 +256,17 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 			       "leave --cgroup out)");
 		return -EINVAL;
 	}
-	if (!strcmp(arg, "/")) {	/* --per-cgroup's name of the root: not a path */
-		lh_usage_error(tool, "--cgroup '/': the root cgroup holds every task; for every "
-			       "task leave --cgroup out, or give a folder under it");
+	err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
+	/* the root cgroup, by its mount (., the mount's path) or by --per-cgroup's name of
+	 * it (/, also // or /.): every task, as no --cgroup */
+	if ((!err || err == -EMEDIUMTYPE) &&
+	    (!strcmp(o->cgroup, "/") || (!lh_cgroup2_mount(mnt, sizeof(mnt)) &&
+					 !strcmp(o->cgroup, mnt)))) {
+		lh_usage_error(tool, "--cgroup '%s': the root cgroup holds every task; for every "
+			       "task leave --cgroup out, or give a folder under it", arg);
+		o->cgroup[0] = 0;
 		return -EINVAL;
 	}
-	err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
 	if (!err)
 		return 0;
 	if (lh_cgroup2_mount(mnt, sizeof(mnt)))

@@ -564,6 +564,8 @@ BAD = [
     (["--cpus", "0", "--cpus", "0"], 2, "given twice"),
     (["--cgroup", ""], 2, "--cgroup '': empty"),
     (["--cgroup", "/"], 2, "--cgroup '/': the root cgroup holds every task"),
+    (["--cgroup", "/."], 2, "--cgroup '/.': the root cgroup holds every task"),
+    (["--cgroup", "."], 2, "--cgroup '.': the root cgroup holds every task"),
     (["-o", ""], 2, "-o '': empty"),
     (["-o", "/proc/version"], 2, "its folder takes no new file"),
     (["--slower-than", "99999999999s"], 2, "too long"),
