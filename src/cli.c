@@ -675,7 +675,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		err = lh_parse_ringbuf_size(arg, &o->ringbuf_bytes, &o->ringbuf_rounded);
 		if (err) {
 			lh_usage_error(tool, "--ringbuf-size '%s': %s; give bytes with k, m or g, "
-				       "e.g. 4096, 256k, 8m (1 to 1g, rounded up to whole pages)", arg,
+				       "e.g. 4096, 256k, 8m (1 to 1g, rounded up to a power of two of pages)", arg,
 				       err == -ERANGE ? "too large" : err == -EDOM ? "too small" :
 				       "not a size");
 			return -EINVAL;

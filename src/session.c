@@ -570,8 +570,11 @@ int lh_session_run(struct lh_session *s)
 		if (err && !write_err)
 			write_err = err;
 		begin = now;
-		if (last)
+		if (last) {
+			if (!lh_session_sink)
+				lh_emit_end(s->report.meta.tool, c);
 			return write_err ? write_err : s->records_failed ? -EIO : 0;
+		}
 	}
 }
 

@@ -87,6 +87,13 @@ static int write_failed(const char *who, const char *output, int err)
 	return err;
 }
 
+void lh_emit_end(const char *who, const struct lh_common_opts *o)
+{
+	if (o->output && out_err && out_unwritten > 1)
+		fprintf(stderr, "lathist %s: the last %" PRIu64 " reports could not be written to "
+			"%s (it holds an older one, if any)\n", who, out_unwritten, o->output);
+}
+
 int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len)
 {
 	int err = 0;

@@ -15,6 +15,11 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
+/* At the end of a run with -o: when the last reports could not be written (a failure
+ * said once, at the first of them), one line says how many, and that the file is older
+ * than the run's end. */
+void lh_emit_end(const char *who, const struct lh_common_opts *o);
+
 /* Write len bytes of buf to output (replaced atomically; NULL: stdout), as lh_emit
  * does; a failure is one line naming who ("report"). 0 or negative errno. */
 int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len);

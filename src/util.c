@@ -555,7 +555,8 @@ long lh_bad_text_byte(const char *s)
 		unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
 		unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
 
-		if (n < 0 || (n == 0 && (c < 0x20 || c == 0x7f)))
+		if (n < 0 || (n == 0 && (c < 0x20 || c == 0x7f)) ||
+		    (c == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f))	/* C1 controls */
 			return i;
 		for (int k = 1; k <= n; k++)
 			if (p[i + k] < (k == 1 ? lo : 0x80) || p[i + k] > (k == 1 ? hi : 0xbf))

@@ -108,7 +108,7 @@ bool lh_is_run_id(const char *s);
 
 /*
  * The offset of the first byte of s that does not belong in printable UTF-8 text: a
- * control character (below 0x20, or 0x7f) or a sequence that is not well-formed UTF-8
+ * control character (below 0x20, 0x7f, or U+0080..U+009F) or a sequence that is not well-formed UTF-8
  * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF); -1 when there is
  * none. OpenMetrics label values must be UTF-8 (the OpenMetrics 1.0 text format).
  */

@@ -1093,5 +1093,18 @@ def test_output_full_disk_said_once_and_again():
               len(again) == 1, f"rc {rc}: {err}")
         n = int(re.search(r"\((\d+) reports? w", again[0]).group(1))
         # every interval before the freeing failed, and some after it were written
-        check(1 <= n < doc["meta"]["interval_index"],
+        check(1 <= n < doc["meta"]["interval_index"] and "could not be written to" not in err,
               f"{n} reports not written; interval {doc['meta']['interval_index']}: {again[0]}")
+        # full to the end: the end says how many of the last reports are missing
+        with tempfile.TemporaryDirectory() as small:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small], check=True)
+            try:
+                with open(os.path.join(small, "fill"), "wb") as f:
+                    f.write(b"\0" * 16384)
+                rc, _, err = run("runq", "-f", "json", "-i", "0.2", "-d", "1", "-o",
+                                 os.path.join(small, "r.json"))
+            finally:
+                subprocess.run(["umount", small], check=True)
+        end = [l for l in err.splitlines() if "could not be written to" in l]
+        check(rc == 1 and len(end) == 1 and "the last 5 reports" in end[0] and
+              len([l for l in err.splitlines() if "cannot write" in l]) == 1, f"rc {rc}: {err}")

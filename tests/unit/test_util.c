@@ -196,6 +196,8 @@ static void test_bad_text_byte(void **state)
 	assert_int_equal(lh_bad_text_byte("\xc3\xaele \xe2\x82\xac \xf0\x9f\x98\x80"), -1);
 	assert_int_equal(lh_bad_text_byte("ab\ncd"), 2);		/* control */
 	assert_int_equal(lh_bad_text_byte("x\x7f"), 1);		/* DEL */
+	assert_int_equal(lh_bad_text_byte("x\xc2\x85"), 1);	/* NEL, a C1 control */
+	assert_int_equal(lh_bad_text_byte("\xc2\xa0"), -1);	/* no-break space */
 	assert_int_equal(lh_bad_text_byte("x\xff"), 1);		/* never in UTF-8 */
 	assert_int_equal(lh_bad_text_byte("x\x80"), 1);		/* a lone continuation */
 	assert_int_equal(lh_bad_text_byte("x\xc3"), 1);		/* cut before its end */
