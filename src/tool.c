@@ -64,13 +64,15 @@ static int render_fd(int fd, void *ctx)
 	return err;
 }
 
-/* Say that output could not be replaced (err: lh_write_atomic's); returns err. */
 /* With -i the same failure at every interval is said once, and so is the first write
  * that works again (a disk that filled up and was freed). Per thread: serve's tools
- * write no file. */
+ * write no file. out_err: the last write's error (0: written); out_unwritten: the
+ * reports not written since the last that was. */
 static __thread int out_err;
 static __thread uint64_t out_unwritten;
 
+/* Say that output could not be replaced (err: lh_write_atomic's), once for a run of the
+ * same error, and that it was written again after one; returns err. */
 static int write_failed(const char *who, const char *output, int err)
 {
 	if (err && err != out_err)

@@ -162,7 +162,6 @@ static int get_str(json_object *o, const char *k, char *buf, size_t len)
 	return 0;
 }
 
-
 /* Does name hold a byte no kernel disk name has (a space, a quote, a backslash, a control
  * or non-ASCII byte)? */
 static bool disk_name_bad(const char *name)
@@ -1945,7 +1944,6 @@ struct report_opts {
 	int first;			/* argv index of the first input */
 };
 
-/* Options into o: 0, -1 after -h, or an exit status (usage error said). */
 /*
  * May --heatmap replace path? When there is nothing there yet, or an SVG (its
  * first bytes "<?xml" or "<svg", as lh_heatmap writes): not a JSON run that the
@@ -1964,6 +1962,7 @@ static bool svg_or_absent(const char *path)
 	return (n == 5 && !memcmp(head, "<?xml", 5)) || (n >= 4 && !memcmp(head, "<svg", 4));
 }
 
+/* Options into o: 0, -1 after -h, or an exit status (usage error said). */
 static int report_options(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option longopts[] = {
