@@ -1,4 +1,6 @@
 """Helpers for lathist integration tests: run the tool and the workload side by side."""
+import contextlib
+import errno
 import json
 import os
 import select
@@ -90,6 +92,27 @@ class Lathist:
     def wait(self, timeout=120):
         out, err = self.proc.communicate(timeout=timeout)
         return self.proc.returncode, out.decode(), self.stderr_head + err.decode()
+
+
+@contextlib.contextmanager
+def full_tmpfs(size="1m"):
+    """A tmpfs of size in a temporary folder, filled up by the file fill in it (written
+    until ENOSPC); yields (folder, fill path). Room for two reports once fill is removed:
+    -o writes the new one beside the old before it replaces it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", tmp], check=True)
+        try:
+            fill = os.path.join(tmp, "fill")
+            with open(fill, "wb", buffering=0) as f:
+                try:
+                    while True:
+                        f.write(b"\0" * 4096)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+            yield tmp, fill
+        finally:
+            subprocess.run(["umount", tmp], check=True)
 
 
 def free_port():

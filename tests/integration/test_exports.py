@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import zlib
 
 from lh import (BIOWORK, LATHIST, ROOT, TOOLS, Lathist, LoopDevice, Workload, by_id, check,
-                free_port, per_task, run, traced)
+                free_port, full_tmpfs, per_task, run, traced)
 from test_runq import CPU, COUNT_SLACK, LossBudget
 
 SCHEMA = os.path.join(ROOT, "docs", "lathist-1.schema.json")
@@ -1071,40 +1071,28 @@ def test_output_full_disk_said_once_and_again():
     """-o with -i on a file system that is full, then freed: one line when the writes start
     to fail (not one per interval), one when a report is written again, naming how many
     were not; exit 1; the file then holds a whole report."""
-    with tempfile.TemporaryDirectory() as tmp:
-        small = os.path.join(tmp, "small")
-        os.mkdir(small)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small], check=True)
-        try:
-            fill, out = os.path.join(small, "fill"), os.path.join(small, "r.json")
-            with open(fill, "wb") as f:
-                f.write(b"\0" * 16384)
-            tool = Lathist("runq", "-f", "json", "-i", "0.2", "-d", "3", "-o", out).start()
-            time.sleep(1.1)		# about five intervals that cannot be written
-            os.unlink(fill)
-            rc, _, err = tool.wait()
-            with open(out) as f:
-                doc = json.load(f)
-        finally:
-            subprocess.run(["umount", small], check=True)
-        fails = [l for l in err.splitlines() if "cannot write" in l]
-        again = [l for l in err.splitlines() if "written again" in l]
-        check(rc == 1 and len(fails) == 1 and "No space left on device" in fails[0] and
-              len(again) == 1, f"rc {rc}: {err}")
-        n = int(re.search(r"\((\d+) reports? w", again[0]).group(1))
-        # every interval before the freeing failed, and some after it were written
-        check(1 <= n < doc["meta"]["interval_index"] and "could not be written to" not in err,
-              f"{n} reports not written; interval {doc['meta']['interval_index']}: {again[0]}")
-        # full to the end: the end says how many of the last reports are missing
-        with tempfile.TemporaryDirectory() as small:
-            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small], check=True)
-            try:
-                with open(os.path.join(small, "fill"), "wb") as f:
-                    f.write(b"\0" * 16384)
-                rc, _, err = run("runq", "-f", "json", "-i", "0.2", "-d", "1", "-o",
-                                 os.path.join(small, "r.json"))
-            finally:
-                subprocess.run(["umount", small], check=True)
-        end = [l for l in err.splitlines() if "could not be written to" in l]
-        check(rc == 1 and len(end) == 1 and "the last 5 reports" in end[0] and
-              len([l for l in err.splitlines() if "cannot write" in l]) == 1, f"rc {rc}: {err}")
+    # 1 MiB: room for the old report and the new one beside it once fill is gone, however
+    # many slots a loaded machine fills
+    with full_tmpfs() as (small, fill):
+        out = os.path.join(small, "r.json")
+        tool = Lathist("runq", "-f", "json", "-i", "0.2", "-d", "3", "-o", out).start()
+        time.sleep(1.1)		# about five intervals that cannot be written
+        os.unlink(fill)
+        rc, _, err = tool.wait()
+        with open(out) as f:
+            doc = json.load(f)
+    fails = [l for l in err.splitlines() if "cannot write" in l]
+    again = [l for l in err.splitlines() if "written again" in l]
+    check(rc == 1 and len(fails) == 1 and "No space left on device" in fails[0] and
+          len(again) == 1, f"rc {rc}: {err}")
+    n = int(re.search(r"\((\d+) reports? w", again[0]).group(1))
+    # every interval before the freeing failed, and some after it were written
+    check(1 <= n < doc["meta"]["interval_index"] and "could not be written to" not in err,
+          f"{n} reports not written; interval {doc['meta']['interval_index']}: {again[0]}")
+    # full to the end: the end says how many of the last reports are missing
+    with full_tmpfs() as (small, _):
+        rc, _, err = run("runq", "-f", "json", "-i", "0.2", "-d", "1", "-o",
+                         os.path.join(small, "r.json"))
+    end = [l for l in err.splitlines() if "could not be written to" in l]
+    check(rc == 1 and len(end) == 1 and "the last 5 reports" in end[0] and
+          len([l for l in err.splitlines() if "cannot write" in l]) == 1, f"rc {rc}: {err}")
