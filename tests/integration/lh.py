@@ -1,5 +1,6 @@
 """Helpers for lathist integration tests: run the tool and the workload side by side."""
 import contextlib
+import ctypes
 import errno
 import json
 import os
@@ -50,6 +51,16 @@ def _readline(stream, timeout, what):
 _running = []
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_runner():
+    """preexec_fn: SIGTERM when the runner dies (prctl PR_SET_PDEATHSIG, 1), so that a
+    runner killed mid-test leaves no tracer or workload running (and a --events file
+    growing) behind it."""
+    _libc.prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
 def cleanup():
     """Stop every background process a test started and left running (after a failure)."""
     while _running:
@@ -74,7 +85,7 @@ class Lathist:
 
     def start(self, timeout=60):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=self.env)
+                                     env=self.env, preexec_fn=_die_with_runner)
         _running.append(self.proc)
         while True:
             line = _readline(self.proc.stderr, timeout, "'Tracing' from " + " ".join(self.args))
@@ -134,7 +145,8 @@ class Serve:
 
     def start(self, timeout=60):
         p = self.proc
-        p.proc = subprocess.Popen(p.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.proc = subprocess.Popen(p.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=_die_with_runner)
         _running.append(p.proc)
         while True:
             line = _readline(p.proc.stderr, timeout, "'Serving' from " + " ".join(p.args))
