@@ -1,6 +1,5 @@
 """Helpers for lathist integration tests: run the tool and the workload side by side."""
 import contextlib
-import ctypes
 import errno
 import json
 import os
@@ -51,15 +50,10 @@ def _readline(stream, timeout, what):
 _running = []
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_runner():
-    """preexec_fn: SIGTERM when the runner dies (prctl PR_SET_PDEATHSIG, 1), so that a
-    runner killed mid-test leaves no tracer or workload running (and a --events file
-    growing) behind it."""
-    _libc.prctl(1, signal.SIGTERM, 0, 0, 0)
-
+# a runner killed mid-test leaves no tracer running (and a --events file growing) behind
+# it: its children get SIGTERM when it dies (prctl PR_SET_PDEATHSIG, set by util-linux's
+# setpriv before the exec: no preexec_fn, which is unsafe beside a test's threads)
+DIE_WITH_RUNNER = ["setpriv", "--pdeathsig", "TERM"]
 
 def cleanup():
     """Stop every background process a test started and left running (after a failure)."""
@@ -84,8 +78,8 @@ class Lathist:
         self.stderr_head = ""
 
     def start(self, timeout=60):
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=self.env, preexec_fn=_die_with_runner)
+        self.proc = subprocess.Popen(DIE_WITH_RUNNER + self.args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=self.env)
         _running.append(self.proc)
         while True:
             line = _readline(self.proc.stderr, timeout, "'Tracing' from " + " ".join(self.args))
@@ -145,8 +139,8 @@ class Serve:
 
     def start(self, timeout=60):
         p = self.proc
-        p.proc = subprocess.Popen(p.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  preexec_fn=_die_with_runner)
+        p.proc = subprocess.Popen(DIE_WITH_RUNNER + p.args, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
         _running.append(p.proc)
         while True:
             line = _readline(p.proc.stderr, timeout, "'Serving' from " + " ".join(p.args))

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import zlib
 
 from lh import (BIOWORK, LATHIST, ROOT, TOOLS, Lathist, LoopDevice, Workload, by_id, check,
-                free_port, full_tmpfs, per_task, run, traced)
+                _readline, free_port, full_tmpfs, per_task, run, traced)
 from test_runq import CPU, COUNT_SLACK, LossBudget
 
 SCHEMA = os.path.join(ROOT, "docs", "lathist-1.schema.json")
@@ -1071,28 +1071,47 @@ def test_output_full_disk_said_once_and_again():
     """-o with -i on a file system that is full, then freed: one line when the writes start
     to fail (not one per interval), one when a report is written again, naming how many
     were not; exit 1; the file then holds a whole report."""
+    def lines(path):
+        try:
+            with open(path) as f:
+                return f.read().count("\n")
+        except FileNotFoundError:
+            return 0
+
     # 1 MiB: room for the old report and the new one beside it once fill is gone, however
-    # many slots a loaded machine fills
-    with full_tmpfs() as (small, fill):
-        out = os.path.join(small, "r.json")
-        tool = Lathist("runq", "-f", "json", "-i", "0.2", "-d", "3", "-o", out).start()
-        time.sleep(1.1)		# about five intervals that cannot be written
+    # many slots a loaded machine fills. The intervals are counted in --series (written
+    # beside, on another file system): not guessed from the time.
+    with tempfile.TemporaryDirectory() as tmp, full_tmpfs() as (small, fill):
+        out, series = os.path.join(small, "r.json"), os.path.join(tmp, "s.json")
+        tool = Lathist("runq", "-f", "json", "-i", "0.2", "-d", "4", "-o", out,
+                       "--series", series).start()
+        line = _readline(tool.proc.stderr, 30, "'cannot write'")
+        tool.stderr_head += line
+        deadline = time.monotonic() + 30
+        while lines(series) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        failed = lines(series)		# at least these were not written
         os.unlink(fill)
         rc, _, err = tool.wait()
+        total = lines(series)
         with open(out) as f:
             doc = json.load(f)
     fails = [l for l in err.splitlines() if "cannot write" in l]
     again = [l for l in err.splitlines() if "written again" in l]
     check(rc == 1 and len(fails) == 1 and "No space left on device" in fails[0] and
-          len(again) == 1, f"rc {rc}: {err}")
+          len(again) == 1 and "could not be written to" not in err, f"rc {rc}: {err}")
     n = int(re.search(r"\((\d+) reports? w", again[0]).group(1))
-    # every interval before the freeing failed, and some after it were written
-    check(1 <= n < doc["meta"]["interval_index"] and "could not be written to" not in err,
-          f"{n} reports not written; interval {doc['meta']['interval_index']}: {again[0]}")
-    # full to the end: the end says how many of the last reports are missing
-    with full_tmpfs() as (small, _):
+    # the intervals before the freeing failed, and the file holds the last of the run
+    check(failed >= 3 and failed <= n < total and doc["meta"]["interval_index"] == total,
+          f"{n} reports not written, {failed} intervals before the freeing, {total} in all, "
+          f"the file's interval {doc['meta']['interval_index']}: {again[0]}")
+    # full to the end: the end says how many of the last reports are missing (all)
+    with tempfile.TemporaryDirectory() as tmp, full_tmpfs() as (small, _):
+        series = os.path.join(tmp, "s.json")
         rc, _, err = run("runq", "-f", "json", "-i", "0.2", "-d", "1", "-o",
-                         os.path.join(small, "r.json"))
+                         os.path.join(small, "r.json"), "--series", series)
+        total = lines(series)
     end = [l for l in err.splitlines() if "could not be written to" in l]
-    check(rc == 1 and len(end) == 1 and "the last 5 reports" in end[0] and
-          len([l for l in err.splitlines() if "cannot write" in l]) == 1, f"rc {rc}: {err}")
+    check(rc == 1 and total > 1 and len(end) == 1 and f"the last {total} reports" in end[0] and
+          len([l for l in err.splitlines() if "cannot write" in l]) == 1,
+          f"rc {rc}, {total} intervals: {err}")
