@@ -1536,6 +1536,24 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 	if (own[LH_EV_PAIRED] > own[LH_EV_ENDS])
 		return bad(m, "loss.paired %" PRIu64 " is more than loss.events %" PRIu64 ": every "
 			   "paired event is an event", own[LH_EV_PAIRED], own[LH_EV_ENDS]);
+	if (json_object_object_get_ex(loss, "events", NULL)) {
+		/* every end lathist counts is in exactly one class counted at ends (the BPF
+		 * programs count events and then one of them): a share of events is
+		 * shown for each, and a sum that is not events makes every share wrong */
+		uint64_t ends = 0;
+
+		for (int i = 0; i < LH_NR_COUNTERS; i++)
+			if (lh_counter_info(i)->of_events) {
+				if (ends + own[i] < ends)
+					return bad(m, "the loss classes counted at ends add up past "
+						   "2^64-1");
+				ends += own[i];
+			}
+		if (ends != own[LH_EV_ENDS])
+			return bad(m, "the loss classes counted at ends (paired, unpaired_*, "
+				   "*_delta, hist_map_*) add up to %" PRIu64 ", and loss.events is %"
+				   PRIu64 ": each end is in one of them", ends, own[LH_EV_ENDS]);
+	}
 	err = add_gaps(m, loss, ncpus);
 	return err ? err : add_charges(m, loss);
 }

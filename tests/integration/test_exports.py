@@ -301,7 +301,7 @@ def charge_first_key(doc, n=3):
     doc["loss"]["charged_to_keys"] = [{"pid": k["pid"], "tid": k["tid"],
                                        "start_ns": k["start_ns"], "lost": n}]
     doc["loss"]["lost_charged_to_keys"] = n
-    for f in ("unpaired_no_start", "unpaired", "lost", "lost_from_histograms"):
+    for f in ("events", "unpaired_no_start", "unpaired", "lost", "lost_from_histograms"):
         doc["loss"][f] += n
     doc["bias"]["flag"] = True
 
@@ -402,6 +402,7 @@ def test_report_reads_tracepoint_path_documents():
         check("unchecked_start" not in doc["loss"], f"live run: {sorted(doc['loss'])}")
         doc["meta"]["attach"] = {k: "tracepoint" for k in doc["meta"]["attach"]}
         doc["loss"]["unchecked_start"] = 3
+        doc["loss"]["events"] += 3		# a class counted at ends: each is an event
         path = os.path.join(tmp, "tp.json")
         with open(path, "w") as f:
             json.dump(doc, f)
@@ -604,6 +605,7 @@ def test_report_refuses_bad_files():
     total["loss"].update(charged_to_keys=[{"pid": 5, "start_ns": 0, "lost": 1}],
                          lost_charged_to_keys=1)
     total["loss"]["unpaired_no_start"] += 1
+    total["loss"]["events"] += 1
     cases["charges in a total document"] = json.dumps(total)
     with tempfile.TemporaryDirectory() as tmp:
         for name, body in cases.items():
@@ -798,6 +800,17 @@ def test_report_counts_each_interval_once():
         d["loss"]["paired"] = d["loss"]["events"] + 1
         rc, out, err = report(write("pe.json", json.dumps(d)))
         check(rc == 1 and "is more than loss.events" in err, err)
+        # the classes counted at ends are each a share of events: they add up to it
+        # (a wrong sum printed shares past 100%, exit 0)
+        for cls, v in (("events", 10 ** 6), ("unpaired_no_start", 100),
+                       ("unpaired_no_start", 2 ** 64 - 1)):
+            d = json.loads(lines[0])
+            d["loss"][cls] = v
+            want = d["loss"]["events"]
+            rc, out, err = report(write("ends.json", json.dumps(d)))
+            check(rc == 1 and (f"and loss.events is {want}: each end is in one of them" in err
+                               or "counted at ends add up past 2^64-1" in err) and
+                  len(err.strip().splitlines()) == 1, f"{cls} {v}: rc {rc}, {err!r}")
         d = json.loads(lines[0])
         d["loss"]["switches"] = 2 ** 64
         rc, out, err = report(write("big.json", json.dumps(d)))
@@ -824,7 +837,8 @@ def test_heatmap_orders_marks_and_refuses_overlap():
         check(rc2 == 0, err2)
         lines = open(s1).read().splitlines()
         docs = [json.loads(l) for l in lines]
-        docs[1]["loss"]["unpaired_no_start"] += 5	# a loss to mark
+        docs[1]["loss"]["unpaired_no_start"] += 5	# a loss to mark (ends: events too)
+        docs[1]["loss"]["events"] += 5
         docs[1]["loss"]["lost"] += 5
         docs[1]["loss"]["lost_from_histograms"] += 5
         rev = os.path.join(tmp, "rev.jsonl")
