@@ -380,9 +380,9 @@ int doctor_main(int argc, char **argv)
 			       strlen(lh_tools[k]->name) < 4 ? 5 - (int)strlen(lh_tools[k]->name) : 1,
 			       "", d.cannot & lh_tools[k]->bit ? "cannot run (see above)" : "can run");
 	}
-	if (fflush(stdout)) {
+	if (fflush(stdout) || ferror(stdout)) {	/* a failed write leaves the flag */
 		fprintf(stderr, "lathist doctor: cannot write to standard output: %s\n",
-			strerror(errno));
+			errno ? strerror(errno) : "a write to it failed");
 		return LH_EXIT_RUNTIME;
 	}
 	return d.cannot ? LH_EXIT_RUNTIME : LH_EXIT_OK;

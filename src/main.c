@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* lathist: where is time lost? Verb dispatch. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -38,8 +39,9 @@ static void usage(void)
 
 /*
  * Started with fd 0, 1 or 2 closed, the next file opened would take its
- * number and get what was meant for the stream: fill the gap with /dev/null,
- * and remember that standard output is not there.
+ * number and get what was meant for the stream: fill the gap (stdout with
+ * /dev/full, the others with /dev/null), and remember that standard output is
+ * not there.
  */
 static void guard_std_fds(void)
 {
@@ -48,13 +50,33 @@ static void guard_std_fds(void)
 			continue;
 		if (fd == STDOUT_FILENO)
 			lh_stdout_closed = true;
-		int nfd = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+		/* stdout: /dev/full, so that what stdio writes there fails (finish) */
+		int nfd = open(fd == STDOUT_FILENO ? "/dev/full" : "/dev/null",
+			       fd ? O_WRONLY : O_RDONLY);
 
 		if (nfd >= 0 && nfd != fd) {
 			dup2(nfd, fd);
 			close(nfd);
 		}
 	}
+}
+
+/*
+ * What went to stdout through stdio (help, --version, doctor, report) must have
+ * been written: a full disk or a closed stdout is exit 1 with one line, said
+ * here when the verb said nothing (rc 0). Returns the exit status.
+ */
+static int finish(int rc)
+{
+	int failed = fflush(stdout), err = errno;
+
+	if ((failed || ferror(stdout)) && rc == LH_EXIT_OK) {
+		fprintf(stderr, "lathist: cannot write to standard output: %s\n",
+			lh_stdout_closed ? "it was closed when lathist started" :
+			failed ? strerror(err) : "a write to it failed");
+		rc = LH_EXIT_RUNTIME;
+	}
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -76,17 +98,17 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage();
-		return LH_EXIT_OK;
+		return finish(LH_EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("lathist %s\n", LATHIST_VERSION);
-		return LH_EXIT_OK;
+		return finish(LH_EXIT_OK);
 	}
 	if ((t = lh_tool_find(argv[1])))
-		return t->main(argc - 1, argv + 1);
+		return finish(t->main(argc - 1, argv + 1));
 	for (size_t i = 0; i < NOTHERS; i++)
 		if (!strcmp(argv[1], others[i].name))
-			return others[i].main(argc - 1, argv + 1);
+			return finish(others[i].main(argc - 1, argv + 1));
 	if (argv[1][0] == '-')
 		fprintf(stderr, "lathist: '%s' before the verb; options go after it, e.g. "
 			"lathist %s %s\n", argv[1], lh_tools[0]->name, argv[1]);

@@ -8,6 +8,7 @@
 #include <bpf/libbpf.h>
 #include "records.h"
 #include "recorder.h"
+#include "tool.h"
 #include "util.h"
 
 #define LINE_MAX_BYTES 1024
@@ -30,6 +31,8 @@ static void flush_lines(struct lh_recorder *r)
 			r->out.fd == STDOUT_FILENO ? "stdout" : "stderr",
 			strerror(-err), err == -EPIPE ? "nobody reads them any more: the run ends" :
 			"tracing goes on, records are counted but no longer written");
+	if (err == -EPIPE && r->out.fd == STDOUT_FILENO)
+		lh_stdout_gone = true;	/* the report is not written there after it */
 	r->used = 0;
 }
 

@@ -51,7 +51,8 @@ int lh_recorder_open(struct lh_recorder *r, const char *tool, int map_fd, const 
 		     int fd, lh_format_record_fn format, void *ctx);
 
 /* Wait for records at most 100 ms, and not past deadline_ns (CLOCK_MONOTONIC), then
- * read what waits in the ring buffer and write its lines; returns early on a signal.
+ * read what waits in the ring buffer for at most another 100 ms (records keep coming
+ * while it reads), and write its lines: 200 ms a call at most; returns early on a signal.
  * Call it in a loop: records are submitted without a wakeup until a quarter of the
  * ring buffer waits, so it must look regularly. */
 void lh_recorder_poll(struct lh_recorder *r, uint64_t deadline_ns);

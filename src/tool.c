@@ -65,25 +65,33 @@ static int render_fd(int fd, void *ctx)
 }
 
 /* With -i the same failure at every interval is said once, and so is the first write
- * that works again (a disk that filled up and was freed). Per thread: serve's tools
- * write no file. out_err: the last write's error (0: written); out_unwritten: the
- * reports not written since the last that was. */
+ * that works again (a disk that filled up and was freed). Per thread: each of serve's
+ * tools runs in a thread of its own (and writes no report), so none shares them.
+ * out_err: the last write's error (0: written); out_unwritten: the reports not written
+ * since the last that was. */
 static __thread int out_err;
 static __thread uint64_t out_unwritten;
 
-/* Say that output could not be replaced (err: lh_write_atomic's), once for a run of the
- * same error, and that it was written again after one; returns err. */
+bool lh_stdout_gone;
+
+/* Say that output (NULL: stdout) could not be written (err: negative errno), once for
+ * a run of the same error, and that it was written again after one; returns err. */
 static int write_failed(const char *who, const char *output, int err)
 {
-	if (err && err != out_err)
+	if (err == -EPIPE && !output)
+		lh_stdout_gone = true;
+	if (err && err != out_err && output)
 		fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
 			"is unchanged)\n", who, output,
 			err == -EINVAL ? "it is no longer a regular file" :
 			err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
+	else if (err && err != out_err)
+		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", who,
+			strerror(-err));
 	if (!err && out_err)
 		fprintf(stderr, "lathist %s: %s written again (%" PRIu64 " report%s not written "
-			"before it)\n", who, output, out_unwritten, out_unwritten == 1 ? " was" :
-			"s were");
+			"before it)\n", who, output ? output : "standard output", out_unwritten,
+			out_unwritten == 1 ? " was" : "s were");
 	out_unwritten = err ? out_unwritten + 1 : 0;
 	out_err = err;
 	return err;
@@ -91,9 +99,18 @@ static int write_failed(const char *who, const char *output, int err)
 
 void lh_emit_end(const char *who, const struct lh_common_opts *o)
 {
-	if (o->output && out_err && out_unwritten > 1)
-		fprintf(stderr, "lathist %s: the last %" PRIu64 " reports could not be written to "
-			"%s (it holds an older one, if any)\n", who, out_unwritten, o->output);
+	const char *name = o->output ? o->output : "standard output";
+
+	/* a closed pipe ended the run at once: said when it closed */
+	if (!out_err || out_err == -EPIPE)
+		return;
+	if (out_unwritten == 1)
+		fprintf(stderr, "lathist %s: the last report could not be written to %s%s\n", who,
+			name, o->output ? " (it holds an older one, if any)" : "");
+	else
+		fprintf(stderr, "lathist %s: the last %" PRIu64 " reports could not be written "
+			"to %s%s\n", who, out_unwritten, name,
+			o->output ? " (it holds an older one, if any)" : "");
 }
 
 int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len)
@@ -101,15 +118,15 @@ int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t l
 	int err = 0;
 
 	errno = 0;
-	if (output) {
-		err = write_failed(who, output, lh_write_atomic(output, buf, len));
-	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+	if (output)
+		return write_failed(who, output, lh_write_atomic(output, buf, len));
+	if (lh_stdout_gone)		/* nobody reads it (said when that was seen) */
+		return -EPIPE;
+	if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
 		err = errno ? -errno : -EIO;
-		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", who,
-			strerror(-err));
 		clearerr(stdout);
 	}
-	return err;
+	return write_failed(who, NULL, err);
 }
 
 /*

@@ -15,9 +15,9 @@
  */
 int lh_emit(const struct lh_report *r, const struct lh_common_opts *o);
 
-/* At the end of a run with -o: when the last reports could not be written (a failure
- * said once, at the first of them), one line says how many, and that the file is older
- * than the run's end. */
+/* At the end of a run: when its last reports could not be written (-o FILE, or
+ * stdout; a failure said once, at the first of them), one line says how many, and
+ * that the file is older than the run's end. Nothing after a closed pipe. */
 void lh_emit_end(const char *who, const struct lh_common_opts *o);
 
 /* Write len bytes of buf to output (replaced atomically; NULL: stdout), as lh_emit
@@ -36,6 +36,9 @@ int lh_report_parse_buffer(const char *buf, size_t len);
 
 /* Set by main when the process started with standard output closed. */
 extern bool lh_stdout_closed;
+/* Set when a write to standard output (a report, records) found the pipe closed
+ * (EPIPE), which was said then: nothing more is written there, or said of it. */
+extern bool lh_stdout_gone;
 
 /*
  * Before opening any BPF object: privileges and BTF, each a one-line

@@ -288,9 +288,41 @@ def test_records_into_closed_pipe_end_the_run():
             finally:
                 if extra:
                     done.set()
-            check(p.returncode == 1 and p.stdout.count("\n") == 1 and
-                  "nobody reads them any more: the run ends" in p.stderr,
+            # one line for one closed pipe: the report due on it after the records' is
+            # not tried (before, a second line said the report could not be written)
+            said = [l for l in p.stderr.splitlines()
+                    if not l.startswith(("Tracing", "lathist runq: host"))]
+            check(p.returncode == 1 and p.stdout.count("\n") == 1 and len(said) == 1 and
+                  "nobody reads them any more: the run ends" in said[0],
                   f"{extra!r}: rc {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
+
+
+def test_stdout_that_cannot_be_written():
+    """Whatever goes to stdout must get there: help, --version and doctor into a full
+    device or a closed stdout are exit 1 with one line (they were exit 0, the text lost);
+    reports with -i into a full device say so once, not at every interval, and the run's
+    end says how many were lost."""
+    import subprocess
+    for args in (["-h"], ["--version"], ["runq", "-h"], ["report", "-h"], ["serve", "-h"],
+                 ["doctor", "-f", "json"], ["doctor"]):
+        for to in (">/dev/full", ">&-"):
+            p = subprocess.run(["bash", "-c", f"'{LATHIST}' {' '.join(args)} {to}"],
+                               capture_output=True, text=True, timeout=60)
+            check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
+                  ("cannot write to standard output" in p.stderr or
+                   "standard output is closed" in p.stderr),
+                  f"{args} {to}: rc {p.returncode}, {p.stderr!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        series = os.path.join(tmp, "s.json")
+        p = subprocess.run(["bash", "-c", f"'{LATHIST}' runq -i 0.2 -d 1 --series '{series}' "
+                            ">/dev/full"], capture_output=True, text=True, timeout=60)
+        with open(series) as f:
+            n = len(f.read().splitlines())
+    lines = p.stderr.splitlines()
+    check(p.returncode == 1 and n > 1 and
+          sum("cannot write to standard output: No space left" in l for l in lines) == 1 and
+          sum(f"the last {n} reports could not be written to standard output" in l
+              for l in lines) == 1, f"rc {p.returncode}, {n} intervals: {p.stderr!r}")
 
 
 def test_no_output_writes_through_a_hard_link():
