@@ -171,7 +171,20 @@ int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 	char mnt[4096];
 
 	if (path[0] == '/') {
-		snprintf(resolved, len, "%s", path);
+		/* an absolute path that is no file, or the file system's root (/, //, /.),
+		 * is a cgroup's path under the mount, as /proc/PID/cgroup and
+		 * --per-cgroup's labels write it (/system.slice, / for the root) */
+		char *real = realpath(path, NULL);
+		bool fs_root = real && !strcmp(real, "/"), none = !real && errno == ENOENT;
+
+		free(real);
+		if (fs_root || none) {
+			if (lh_cgroup2_mount(mnt, sizeof(mnt)))
+				return none ? -ENOENT : -EMEDIUMTYPE;
+			snprintf(resolved, len, "%s%s", mnt, path);
+		} else {
+			snprintf(resolved, len, "%s", path);
+		}
 	} else {
 		if (lh_cgroup2_mount(mnt, sizeof(mnt)))
 			return -EMEDIUMTYPE;
@@ -257,11 +270,10 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 		return -EINVAL;
 	}
 	err = lh_cgroup_id(arg, o->cgroup, sizeof(o->cgroup), &o->cgroup_id);
-	/* the root cgroup, by its mount (., the mount's path) or by --per-cgroup's name of
-	 * it (/, also // or /.): every task, as no --cgroup */
-	if ((!err || err == -EMEDIUMTYPE) &&
-	    (!strcmp(o->cgroup, "/") || (!lh_cgroup2_mount(mnt, sizeof(mnt)) &&
-					 !strcmp(o->cgroup, mnt)))) {
+	/* the root cgroup, however named (/, ., the mount's path, a second mount): every
+	 * task, as no --cgroup. Its kernfs id is 1 (kernfs_create_root); a cgroup
+	 * namespace's root is another cgroup, and filters */
+	if (!err && o->cgroup_id == 1) {
 		lh_usage_error(tool, "--cgroup '%s': the root cgroup holds every task; for every "
 			       "task leave --cgroup out, or give a folder under it", arg);
 		o->cgroup[0] = 0;

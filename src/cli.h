@@ -188,8 +188,12 @@ int lh_cgroup2_mount(char *mnt, size_t len);
 int lh_check_per_cgroup(const char *tool);
 
 /*
- * Resolve a cgroup v2 path (absolute, or relative to the cgroup2 mount) to its
- * id. Returns 0, -EMEDIUMTYPE (not cgroup2), -ENOTDIR or another -errno.
+ * Resolve a cgroup v2 path to its id (the folder's inode number, as
+ * bpf_get_current_cgroup_id gives it): a folder's absolute path, a path relative
+ * to the cgroup2 mount, or an absolute path that is no file, which is read under
+ * the mount (the form of /proc/PID/cgroup: /system.slice; / is the root).
+ * resolved: the folder's real path. Returns 0, -EMEDIUMTYPE (not cgroup2, or /
+ * with no cgroup2 mount), -ENOTDIR or another -errno.
  */
 int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id);
 

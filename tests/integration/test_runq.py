@@ -248,8 +248,11 @@ def cgroup_woken(attach):
     path = os.path.join(cgroup2_mount(), f"lathist-test-{os.getpid()}")
     os.mkdir(path)
     try:
-        rows, doc = traced(Workload("pipe", path, 2000), "--per-thread", "--cgroup", path,
+        # raw_tp names it as /proc/PID/cgroup does (/NAME, read under the cgroup2 mount)
+        given = path if attach == "tp_btf" else "/" + os.path.basename(path)
+        rows, doc = traced(Workload("pipe", path, 2000), "--per-thread", "--cgroup", given,
                            "--attach", attach, pid_filter=False)
+        check(doc["meta"]["filters"]["cgroup"] == path, f"filters {doc['meta']['filters']}")
     finally:
         for _ in range(50):
             try:
@@ -566,6 +569,7 @@ BAD = [
     (["--cgroup", "/"], 2, "--cgroup '/': the root cgroup holds every task"),
     (["--cgroup", "/."], 2, "--cgroup '/.': the root cgroup holds every task"),
     (["--cgroup", "."], 2, "--cgroup '.': the root cgroup holds every task"),
+    (["--cgroup", "//"], 2, "--cgroup '//': the root cgroup holds every task"),
     (["-o", ""], 2, "-o '': empty"),
     (["-o", "/proc/version"], 2, "its folder takes no new file"),
     (["--slower-than", "99999999999s"], 2, "too long"),
