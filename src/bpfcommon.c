@@ -84,6 +84,13 @@ int lh_check_btf(char *msg, size_t len)
 	return -ENOENT;
 }
 
+int lh_check_bpf_ready(char *msg, size_t len)
+{
+	int err = lh_check_privileges(msg, len);
+
+	return err ? err : lh_check_btf(msg, len);
+}
+
 /* vmlinux BTF, parsed once per process (several MB: not once per question) */
 static struct btf *vmlinux_btf(void)
 {

@@ -32,6 +32,10 @@ int lh_check_privileges(char *msg, size_t len);
 /* 0 when /sys/kernel/btf/vmlinux exists; else -ENOENT with a diagnosis in msg. */
 int lh_check_btf(char *msg, size_t len);
 
+/* Both, privileges first: what every tool needs before it opens a BPF object.
+ * 0, or lh_check_privileges's or lh_check_btf's error with its msg. */
+int lh_check_bpf_ready(char *msg, size_t len);
+
 /*
  * Number of arguments the kernel passes to raw tracepoint tp (its BTF
  * prototype btf_trace_<tp>, without the leading void *), or -ENOENT when the

@@ -860,14 +860,14 @@ static int serve_run(struct serve *sv)
 int serve_main(int argc, char **argv)
 {
 	struct serve *sv = calloc(1, sizeof(*sv));
-	char priv[160];
+	char priv[256];
 	int rc;
 
 	if (!sv)
 		return LH_EXIT_RUNTIME;
 	rc = parse(sv, argc, argv);
 	/* said once for all the tools, not once by each, and before the port is taken */
-	if (!rc && lh_check_privileges(priv, sizeof(priv))) {
+	if (!rc && lh_check_bpf_ready(priv, sizeof(priv))) {
 		fprintf(stderr, "lathist serve: %s\n", priv);
 		rc = LH_EXIT_RUNTIME;
 	}

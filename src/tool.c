@@ -405,9 +405,7 @@ int lh_preflight(const char *tool, const struct lh_common_opts *o)
 
 	if (raise_nofile(tool))
 		return -EMFILE;
-	err = lh_check_privileges(msg, sizeof(msg));
-	if (!err)
-		err = lh_check_btf(msg, sizeof(msg));
+	err = lh_check_bpf_ready(msg, sizeof(msg));
 	if (err) {
 		fprintf(stderr, "lathist %s: %s\n", tool, msg);
 		return err;
