@@ -60,7 +60,7 @@ struct merge {
 	uint64_t first_start, last_end;	/* realtime ns */
 	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
 	uint64_t doc_paired;		/* its paired histograms' counts (registry paired_hists) */
-	uint64_t doc_ncpus;		/* its meta.ncpus (possible CPUs; 0: not given) */
+	uint64_t doc_ncpus;		/* its meta.ncpus (possible CPUs, 1 to 2^20) */
 	int oncpu_docs;			/* inputs with on-CPU slices (--oncpu) */
 	int ndocs;
 	const char *path;		/* file being read, for messages */
@@ -395,7 +395,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	if (key.fields != lh_tool_grouping_fields(m->desc, m->grouping))
 		return bad_hist(m, name, &key, "its key's fields do not fit the grouping %s", m->grouping);
 	/* meta.ncpus counts the possible CPUs: every CPU number is below it */
-	if ((key.fields & LH_KEY_CPU) && m->doc_ncpus && key.cpu >= m->doc_ncpus)
+	if ((key.fields & LH_KEY_CPU) && key.cpu >= m->doc_ncpus)
 		return bad_hist(m, name, &key, "its key's cpu %u is not below meta.ncpus %" PRIu64,
 				key.cpu, m->doc_ncpus);
 	if (!slots)
@@ -1448,12 +1448,13 @@ static void merge_context_finish(struct merge *m)
 /* What the inputs say of themselves: anonymized (all or none), the -p/-t task's
  * exit (the earliest), what was not checked (the first), host and kernel
  * ("mixed" when they differ), CPUs (the most), the span (first start, last end). */
-static int merge_context(struct merge *m, json_object *meta, uint64_t start, uint64_t dur)
+static int merge_context(struct merge *m, json_object *meta, uint64_t start, uint64_t dur,
+			 uint64_t ncpus)
 {
 	json_object *an = get(meta, "anonymized", json_type_boolean);
 	bool anon = an && json_object_get_boolean(an);
 	char host[65], k[128];
-	uint64_t ex, ncpus;
+	uint64_t ex;
 
 	if (!an && json_object_object_get_ex(meta, "anonymized", NULL))
 		return bad(m, "meta.anonymized is not true or false");
@@ -1488,8 +1489,8 @@ static int merge_context(struct merge *m, json_object *meta, uint64_t start, uin
 	if (strcmp(m->kernel, "mixed") &&
 	    (get_str(meta, "kernel", k, sizeof(k)) || strcmp(k, m->kernel)))
 		snprintf(m->kernel, sizeof(m->kernel), "mixed");
-	if (!get_u64(meta, "ncpus", &ncpus) && ncpus > (uint64_t)m->r.meta.ncpus)
-		m->r.meta.ncpus = (int)(ncpus > 1 << 20 ? 1 << 20 : ncpus);
+	if (ncpus > (uint64_t)m->r.meta.ncpus)
+		m->r.meta.ncpus = (int)ncpus;
 	if (!m->first_start || start < m->first_start)
 		m->first_start = start;
 	m->doc_start = start ? start : 1;	/* 0 would mean "unknown" */
@@ -1587,13 +1588,13 @@ static int add_doc(struct merge *m, json_object *doc)
 		return bad(m, "meta.start_realtime_ns is not a number of ns");
 	if (get_u64(meta, "duration_ns", &dur) || start + dur < start)
 		return bad(m, "meta.duration_ns is not a number of ns (or runs past 2^64)");
-	if ((err = merge_filters(m, meta)) || (err = merge_attach(m, meta)) || (err = merge_context(m, meta, start, dur)) ||
-	    (err = merge_ctx(m, meta)) || (err = merge_load(m, meta)) ||
-	    (err = add_parts(m, meta)))
-		return err;
 	/* lathist writes its possible CPUs (libbpf), at least 1; the cap: report's own */
 	if (get_u64(meta, "ncpus", &ncpus) || !ncpus || ncpus > 1 << 20)
 		return bad(m, "meta.ncpus is not a number of CPUs from 1 to 1048576");
+	if ((err = merge_filters(m, meta)) || (err = merge_attach(m, meta)) ||
+	    (err = merge_context(m, meta, start, dur, ncpus)) || (err = merge_ctx(m, meta)) ||
+	    (err = merge_load(m, meta)) || (err = add_parts(m, meta)))
+		return err;
 	m->ndocs++;
 	if (m->heat) {
 		uint64_t lost = 0;
