@@ -433,8 +433,8 @@ static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *to
 	}
 	if (!(copy = strdup(arg)))
 		return -ENOMEM;
-	/* strtok_r skips empty entries: "1ms,,4ms" and ",1ms" are no list of bounds */
-	if (arg[0] == ',' || strstr(arg, ",,") || (*arg && arg[strlen(arg) - 1] == ','))
+	/* "1ms,,4ms" and ",1ms" are no list of bounds ("" is refused below) */
+	if (*arg && lh_list_has_empty(arg))
 		err = -EINVAL;
 	for (w = strtok_r(copy, ",", &save); w && !err; w = strtok_r(NULL, ",", &save)) {
 		uint64_t b;

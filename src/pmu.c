@@ -80,7 +80,7 @@ int lh_pmu_parse(const char *list, struct lh_pmu_event *ev, char *bad, size_t ba
 
 	if (!copy)
 		return -ENOMEM;
-	if (!copy[0] || copy[0] == ',' || copy[strlen(copy) - 1] == ',' || strstr(copy, ",,")) {
+	if (lh_list_has_empty(copy)) {
 		snprintf(bad, badlen, "%s", list ? list : "");
 		*why = "an empty name; give names separated by single commas";
 		free(copy);

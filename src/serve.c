@@ -247,6 +247,11 @@ static int pick_tools(struct serve *sv)
 			sv->tools[sv->ntools++].desc = lh_tools[i];
 		return 0;
 	}
+	if (*p && lh_list_has_empty(p)) {
+		lh_usage_error(TOOL, "--tools '%s': an empty name; give tools separated by single "
+			       "commas, e.g. runq,bio", p);
+		return LH_EXIT_USAGE;
+	}
 	while (*p) {
 		size_t n = strcspn(p, ",");
 		char name[32];

@@ -565,3 +565,8 @@ long lh_bad_text_byte(const char *s)
 	}
 	return -1;
 }
+
+bool lh_list_has_empty(const char *s)
+{
+	return !s[0] || s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,");
+}

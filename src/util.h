@@ -114,6 +114,10 @@ bool lh_is_run_id(const char *s);
  */
 long lh_bad_text_byte(const char *s);
 
+/* Does the comma-separated list s have an empty entry (s empty, a leading or
+ * trailing comma, two in a row)? strtok_r would skip it silently. */
+bool lh_list_has_empty(const char *s);
+
 /* Nanoseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 uint64_t lh_now_ns(void);
 uint64_t lh_realtime_ns(void);

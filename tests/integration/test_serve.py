@@ -261,6 +261,7 @@ def test_serve_refusals():
                         (["--listen", "localhost"], "localhost"),
                         (["--listen", "[::1]"], "no port after the bracketed address"),
                         (["--tools", "runq,nope"], "nope"), (["--tools", ""], "--tools"),
+                        (["--tools", "runq,"], "an empty name"),
                         (["--max-series", "0"], "0"), (["--fold-idle", "10ms"], "10ms"),
                         (["--tools", "runq", "--per-disk"], "--per-disk"),
                         # runq without a keyed grouping has no map --max-keys sizes

@@ -188,6 +188,19 @@ static void test_atomic_write(void **state)
 }
 
 /* Printable UTF-8 (RFC 3629): each kind of bad byte found at its offset. */
+static void test_list_has_empty(void **state)
+{
+	(void)state;
+	assert_false(lh_list_has_empty("runq"));
+	assert_false(lh_list_has_empty("runq,bio"));
+	assert_false(lh_list_has_empty("a,b,c"));
+	assert_true(lh_list_has_empty(""));
+	assert_true(lh_list_has_empty(","));
+	assert_true(lh_list_has_empty("runq,"));
+	assert_true(lh_list_has_empty(",runq"));
+	assert_true(lh_list_has_empty("runq,,bio"));
+}
+
 static void test_bad_text_byte(void **state)
 {
 	(void)state;
@@ -217,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_cpulist_canonical),
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_bad_text_byte),
+		cmocka_unit_test(test_list_has_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
