@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stdio.h>
 #include <string.h>
 #include "registry.h"
 
@@ -18,6 +19,18 @@ const struct lh_tool_desc *lh_tool_find(const char *name)
 		if (!strcmp(lh_tools[i]->name, name))
 			return lh_tools[i];
 	return NULL;
+}
+
+const char *lh_tool_max_keys_with(const struct lh_tool_desc *t, char *buf, size_t len)
+{
+	const char *const *w = t->max_keys_with;
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t j = 0; w && w[j] && n < len; j++)
+		n += (size_t)snprintf(buf + n, len - n, "%s--%s", !j ? "" : w[j + 1] ? ", " : " or ",
+				      w[j]);
+	return buf;
 }
 
 unsigned int lh_tool_grouping_fields(const struct lh_tool_desc *t, const char *g)

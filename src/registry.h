@@ -54,6 +54,10 @@ extern const struct lh_tool_desc *const lh_tools[];
 /* The tool named name, or NULL. */
 const struct lh_tool_desc *lh_tool_find(const char *name);
 
+/* t's max_keys_with as options in a sentence ("--per-process, --per-thread or
+ * --per-cgroup") in buf (len bytes, cut if shorter); "" when it is NULL. */
+const char *lh_tool_max_keys_with(const struct lh_tool_desc *t, char *buf, size_t len);
+
 /* Is g a meta.grouping tool t writes: "total", one of t->groupings, or (when
  * they combine) several of them joined by commas in list order? */
 bool lh_tool_grouping_known(const struct lh_tool_desc *t, const char *g);

@@ -420,15 +420,11 @@ static int parse(struct serve *sv, int argc, char **argv)
 		if (!any && !strcmp(forwards[given[i].fwd].name, "max-keys")) {
 			/* every tool served has options that make its keyed maps: name them */
 			const struct lh_tool_desc *d = sv->tools[0].desc;
-			char with[160] = "";
-			size_t w = 0;
+			char with[160];
 
-			for (size_t j = 0; d->max_keys_with[j] && w < sizeof(with); j++)
-				w += (size_t)snprintf(with + w, sizeof(with) - w, "%s--%s",
-						      !j ? "" : d->max_keys_with[j + 1] ? ", " :
-						      " or ", d->max_keys_with[j]);
 			lh_usage_error(TOOL, "--max-keys %s sizes %s's %s maps: add one, or drop "
-				       "--max-keys", given[i].arg, d->name, with);
+				       "--max-keys", given[i].arg, d->name,
+				       lh_tool_max_keys_with(d, with, sizeof(with)));
 			return LH_EXIT_USAGE;
 		}
 		if (!any) {

@@ -157,7 +157,10 @@ static int set_group(struct runq_opts *o, enum runq_group g, const char *name)
 	return 0;
 }
 
-/* Groupings whose keys are a BPF hash's (the others: an array per kind, per CPU). */
+extern const struct lh_tool_desc runq_tool;
+
+/* Groupings whose keys are a BPF hash's (the others: an array per kind, per CPU);
+ * runq_tool.max_keys_with names their options. */
 static bool keyed_group(enum runq_group g)
 {
 	return g == RUNQ_GROUP_PROCESS || g == RUNQ_GROUP_THREAD || g == RUNQ_GROUP_CGROUP;
@@ -263,9 +266,11 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 	/* refused alone, as other options that would do nothing are; serve gives it
 	 * to every tool, for those that have keyed maps */
 	if (o->c.max_keys && !keyed_group(o->group) && !lh_session_sink) {
-		lh_usage_error(TOOL, "--max-keys %u sizes the --per-process, --per-thread or "
-			       "--per-cgroup maps; add one of them, or drop --max-keys",
-			       o->c.max_keys);
+		char with[160];
+
+		lh_usage_error(TOOL, "--max-keys %u sizes the %s maps; add one of them, or drop "
+			       "--max-keys", o->c.max_keys,
+			       lh_tool_max_keys_with(&runq_tool, with, sizeof(with)));
 		return -EINVAL;
 	}
 	/* outside the host's PID namespace, what takes or shows pids is refused */
