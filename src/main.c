@@ -109,9 +109,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NOTHERS; i++)
 		if (!strcmp(argv[1], others[i].name))
 			return finish(others[i].main(argc - 1, argv + 1));
-	if (argv[1][0] == '-')
-		fprintf(stderr, "lathist: '%s' before the verb; options go after it, e.g. "
-			"lathist %s %s\n", argv[1], lh_tools[0]->name, argv[1]);
+	if (argv[1][0] == '-')	/* not "lathist runq -V": no verb may take it either */
+		fprintf(stderr, "lathist: '%s' before the verb: lathist itself takes only -h and "
+			"--version; a verb's options go after it (see lathist VERB -h)\n", argv[1]);
 	else
 		fprintf(stderr, "lathist: unknown verb '%s'; see lathist -h\n", argv[1]);
 	return LH_EXIT_USAGE;

@@ -623,7 +623,11 @@ def test_bad_input():
         check(out == "", f"{args}: stdout {out!r}")
     rc, _, err = run("nosuchverb")
     check(rc == 2 and "unknown verb" in err, f"verb: {rc} {err}")
-    for args in (["--version", "extra"], ["-h", "runq"]):	# taken as nothing, exit 0
+    rc, _, err = run("-V")	# it named "lathist runq -V" as the fix, which runq refuses
+    check(rc == 2 and "before the verb: lathist itself takes only -h and --version" in err and
+          len(err.strip().splitlines()) == 1, f"-V: {rc} {err!r}")
+    # (the extra word was taken as nothing, exit 0)
+    for args in (["--version", "extra"], ["-h", "runq"]):
         rc, out, err = run(*args)
         check(rc == 2 and not out and len(err.strip().splitlines()) == 1 and
               f"{args[0]} takes nothing after it ('{args[1]}')" in err, f"{args}: {rc} {err!r}")
