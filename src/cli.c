@@ -493,6 +493,11 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 		return -EINVAL;
 	}
 	snprintf(name, sizeof(name), "%.*s", (int)n, arg);
+	if (!eq[1]) {	/* Prometheus: a label with an empty value is no label */
+		lh_usage_error(tool, "--label %s=: an empty value, which Prometheus takes as no "
+			       "label; give a value, or leave --label %s out", name, name);
+		return -EINVAL;
+	}
 	if ((bad = lh_bad_text_byte(eq + 1)) >= 0) {	/* the value is not echoed: it may hold a newline */
 		lh_usage_error(tool, "--label %s: its value has byte 0x%02x at %ld, which is not "
 			       "printable UTF-8; give printable text", name,

@@ -42,9 +42,9 @@ int lh_anon_check_env(const char *tool)
 	/* one rule for both salts: a short one is guessed, and with it every id */
 	if (!env || (n >= LH_ANON_SALT_MIN && n <= LH_ANON_SALT_MAX))
 		return 0;
-	lh_usage_error(tool, "--anonymize: LATHIST_ANON_SALT is %zu bytes; give %d to %d "
+	lh_usage_error(tool, "--anonymize: LATHIST_ANON_SALT is %zu byte%s; give %d to %d "
 		       "random bytes, e.g. $(openssl rand -hex 16), or unset it to use %s", n,
-		       LH_ANON_SALT_MIN, LH_ANON_SALT_MAX, LH_ANON_SALT_FILE);
+		       n == 1 ? "" : "s", LH_ANON_SALT_MIN, LH_ANON_SALT_MAX, LH_ANON_SALT_FILE);
 	return -EINVAL;
 }
 
