@@ -573,7 +573,7 @@ static int opt_span(const char *tool, char flag, const char *arg, uint64_t min_n
 
 	if (err == -ERANGE || (!err && *ns > 10000000ULL * 1000000000ULL))
 		lh_usage_error(tool, "-%c '%s': too long; give at most 10000000 seconds", flag, arg);
-	else if (!err && *ns < min_ns)
+	else if ((!err && *ns < min_ns) || err == -EDOM)
 		lh_usage_error(tool, "-%c '%s': too short; give at least %s", flag, arg, min);
 	else if (err)
 		lh_usage_error(tool, "-%c '%s': %s", flag, arg, bad);
@@ -674,6 +674,12 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 			o->slower_than_ns = UINT64_MAX;
 			lh_usage_error(tool, "--slower-than '%s': too long; give less than 1 hour (waits "
 				       "longer than that are counted as absurd_delta)", arg);
+			return -EINVAL;
+		}
+		if (err == -EDOM) {
+			o->slower_than_ns = UINT64_MAX;
+			lh_usage_error(tool, "--slower-than '%s': under 1ns, which no clock here tells "
+				       "from 0; give 1ns or more, or 0 for every event", arg);
 			return -EINVAL;
 		}
 		if (err) {

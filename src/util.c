@@ -47,7 +47,9 @@ int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns)
 			return -ERANGE;
 		/* under 1 ns but not 0 (0.5ns): no clock tells it, and rounded to 0 it
 		 * would mean "every wait" for --slower-than */
-		if ((!allow_zero || t > 0) && t < 1.0)
+		if (t > 0 && t < 1.0)
+			return -EDOM;
+		if (!allow_zero && t < 1.0)
 			return -EINVAL;
 		*ns = (uint64_t)llround(t);
 		return 0;

@@ -11,8 +11,8 @@
 /*
  * Parse a duration: a decimal number of seconds ("5", "0.5") or a number with
  * a unit suffix ns, us, ms, s, m (minutes) or h ("250us", "10m"), decimal digits
- * only. Returns 0 and *ns, -EINVAL (garbage, negative, zero when !allow_zero) or
- * -ERANGE (over 10^7 s).
+ * only. Returns 0 and *ns, -EINVAL (garbage, negative, zero when !allow_zero),
+ * -EDOM (under 1 ns but not 0: not rounded) or -ERANGE (over 10^7 s).
  */
 int lh_parse_duration(const char *s, bool allow_zero, uint64_t *ns);
 

@@ -1072,7 +1072,7 @@ def test_anonymize():
             for args in (["runq", "-d", "0.2", "--anonymize"], ["report", "--anonymize", saved]):
                 q = subprocess.run([LATHIST, *args], capture_output=True, text=True,
                                    env=dict(os.environ, LATHIST_ANON_SALT=salt))
-                check(q.returncode == 2 and f"LATHIST_ANON_SALT is {len(salt)} bytes" in
+                check(q.returncode == 2 and f"LATHIST_ANON_SALT is {len(salt)} byte{'' if len(salt) == 1 else 's'};" in
                       q.stderr and len(q.stderr.splitlines()) == 1 and not q.stdout,
                       f"{args} salt {salt!r}: rc {q.returncode}, {q.stderr!r}")
         q = subprocess.run([LATHIST, "runq", "-d", "0.2", "--anonymize"], capture_output=True,

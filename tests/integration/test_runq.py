@@ -593,6 +593,7 @@ BAD = [
     (["-f", "openmetrics", "--label", "9x=1"], 2, "give NAME=VALUE"),
     (["-f", "openmetrics", "--label", "novalue"], 2, "give NAME=VALUE"),
     (["-f", "openmetrics", "--label", "team="], 2, "an empty value, which Prometheus takes"),
+    (["--slower-than", "0.5ns"], 2, "--slower-than '0.5ns': under 1ns"),
     (["-f", "openmetrics", "--label", "a=1", "--label", "a=2"], 2,
      "a given twice; give each label once"),
     (["--label", "a=1"], 2, "--label is for metrics"),

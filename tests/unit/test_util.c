@@ -52,8 +52,8 @@ static void test_duration(void **state)
 	assert_int_equal(lh_parse_duration(".5", false, &ns), 0);
 	assert_true(ns == 500000000ULL);
 	/* under 1 ns but not 0: refused, not rounded to 0 (every wait) or to 1 */
-	assert_int_equal(lh_parse_duration("0.0000000001", true, &ns), -EINVAL);
-	assert_int_equal(lh_parse_duration("0.5ns", true, &ns), -EINVAL);
+	assert_int_equal(lh_parse_duration("0.0000000001", true, &ns), -EDOM);
+	assert_int_equal(lh_parse_duration("0.5ns", false, &ns), -EDOM);
 	assert_int_equal(lh_parse_duration("0.0ns", true, &ns), 0);
 	assert_true(ns == 0);
 	assert_int_equal(lh_parse_duration("1ns", true, &ns), 0);
