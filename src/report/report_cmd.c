@@ -1524,10 +1524,14 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 			m->r.meta.features |= ci->needs;
 	}
 	{
-		uint64_t lost = 0;
+		uint64_t lost = 0, doc_lost = 0;
 
 		for (int i = 0; i < LH_NR_COUNTERS; i++)
 			if (lh_counter_info(i)->loss) {
+				/* this document's own first: fewer documents would not help */
+				if (doc_lost + own[i] < doc_lost)
+					return bad(m, "its loss classes add up past 2^64-1");
+				doc_lost += own[i];
 				if (lost + m->r.counters[i] < lost)
 					return unmergeable(m, "the loss classes add up past 2^64-1; merge "
 							   "fewer documents");

@@ -790,7 +790,14 @@ def test_report_counts_each_interval_once():
         d = json.loads(lines[0])
         d["loss"]["missed_wait"], d["loss"]["missed_switch_in"] = 2 ** 63, 2 ** 63
         rc, out, err = report(write("lostsum.json", json.dumps(d)))
-        check(rc == 1 and "loss classes add up past 2^64-1" in err, f"lost sum: {err!r}")
+        check(rc == 1 and "its loss classes add up past 2^64-1" in err and
+              "merge fewer" not in err, f"lost sum: {err!r}")
+        # each document's fits, their sum does not: that is what fewer documents mend
+        d, d2 = json.loads(lines[0]), json.loads(lines[1])
+        d["loss"]["missed_wait"] = d2["loss"]["missed_switch_in"] = 2 ** 63
+        rc, out, err = report(write("lostsum2.jsonl", json.dumps(d) + "\n" + json.dumps(d2) + "\n"))
+        check(rc == 1 and "the loss classes add up past 2^64-1; merge fewer documents" in err,
+              f"lost sum of two: {err!r}")
         # within one document
         d = json.loads(lines[0])
         d["histograms"].append(d["histograms"][0])
@@ -808,8 +815,10 @@ def test_report_counts_each_interval_once():
             d["loss"][cls] = v
             want = d["loss"]["events"]
             rc, out, err = report(write("ends.json", json.dumps(d)))
+            # 2^64-1 with any other loss: past 2^64 in this document alone (not "merge fewer")
             check(rc == 1 and (f"and loss.events is {want}: each end is in one of them" in err
-                               or "counted at ends add up past 2^64-1" in err) and
+                               or (v == 2 ** 64 - 1 and "add up past 2^64-1" in err and
+                                   "merge fewer" not in err)) and
                   len(err.strip().splitlines()) == 1, f"{cls} {v}: rc {rc}, {err!r}")
         d = json.loads(lines[0])
         d["loss"]["switches"] = 2 ** 64
