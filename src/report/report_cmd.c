@@ -1970,7 +1970,8 @@ struct report_opts {
 /*
  * May --heatmap replace path? When there is nothing there yet, or an SVG (its
  * first bytes "<?xml" or "<svg", as lh_heatmap writes): not a JSON run that the
- * word after --heatmap named by mistake.
+ * word after --heatmap named by mistake. A file it cannot read is left to the
+ * write, which says why it cannot replace it.
  */
 static bool svg_or_absent(const char *path)
 {
@@ -1978,8 +1979,8 @@ static bool svg_or_absent(const char *path)
 	FILE *f = fopen(path, "r");
 	size_t n;
 
-	if (!f)
-		return errno == ENOENT;
+	if (!f)		/* absent, or unreadable: the write's own check says why not */
+		return true;
 	n = fread(head, 1, sizeof(head), f);
 	fclose(f);
 	return (n == 5 && !memcmp(head, "<?xml", 5)) || (n >= 4 && !memcmp(head, "<svg", 4));
