@@ -125,7 +125,14 @@ uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS])
 	return sum_of(v, false, 0);
 }
 
-size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t max)
+bool lh_counter_of_events(int i, unsigned int features)
+{
+	return infos[i].of_events && (!(features & (LH_FEAT_ONCPU | LH_FEAT_COUNTERS)) ||
+				      !(infos[i].scope & LH_SCOPE_SLICES));
+}
+
+size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], unsigned int features, char **reasons,
+		       size_t max)
 {
 	uint64_t events = v[LH_EV_ENDS];
 	size_t n = 0;
@@ -135,7 +142,7 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t 
 
 		if (!infos[i].loss || !v[i])
 			continue;
-		if ((events && infos[i].of_events) ||
+		if ((events && lh_counter_of_events(i, features)) ||
 		    (i == LH_LOSS_RINGBUF && v[LH_EV_RB_ELIGIBLE])) {
 			bool rec = i == LH_LOSS_RINGBUF;
 			char share[16];

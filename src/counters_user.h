@@ -65,9 +65,19 @@ uint64_t lh_pmu_lost(const uint64_t v[LH_NR_COUNTERS]);
  * fair sample; counts are never rescaled). Writes up to max reasons
  * ("name: N (x.xx% of events)") into reasons[] as malloc'd strings and
  * returns how many; the flag is (return value > 0). ringbuf_drop's share is
- * of records_eligible.
+ * of records_eligible; a share of events only where lh_counter_of_events.
  */
-size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], char **reasons, size_t max);
+size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], unsigned int features, char **reasons,
+		       size_t max);
+
+/*
+ * Is counter i shown as a share of events? A class counted at ends (of_events),
+ * except, when slices are traced too (features: LH_FEAT_ONCPU or
+ * LH_FEAT_COUNTERS), those that count failed slices as well (scope
+ * LH_SCOPE_SLICES: negative_delta, absurd_delta, hist_map_*), which are then no
+ * part of events: a full map fails every slice as well as every wait.
+ */
+bool lh_counter_of_events(int i, unsigned int features);
 
 enum lh_trend {
 	LH_TREND_NONE,		/* too few intervals or losses to tell */

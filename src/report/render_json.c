@@ -516,7 +516,7 @@ static json_object *bias_json(const struct lh_report *r)
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 	json_object *pct = json_object_new_object();
 	char *reasons[LH_NR_COUNTERS];
-	size_t n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS), lines = 0, more = 0;
+	size_t n = lh_bias_reasons(v, r->meta.features, reasons, LH_NR_COUNTERS), lines = 0, more = 0;
 	uint64_t movable = 0, all = 0;
 
 	for (size_t i = 0; i < n; i++) {

@@ -430,7 +430,7 @@ static void print_losses(FILE *f, const struct lh_report *r)
 			continue;
 		fprintf(f, "  %-22s %12" PRIu64, ci->name, v[i]);
 		/* a share only for what is a part of the events */
-		if (events && ci->of_events)
+		if (events && lh_counter_of_events(i, r->meta.features))
 			fprintf(f, " %8s", lh_share(v[i], events, share, sizeof(share)));
 		else
 			fprintf(f, " %8s", "");
@@ -452,7 +452,7 @@ static void print_losses(FILE *f, const struct lh_report *r)
 			"under-reported\n", r->trend_intervals);
 	else if (r->trend == LH_TREND_FLAT)
 		fprintf(f, "losses do not rise with load over %zu intervals\n", r->trend_intervals);
-	n = lh_bias_reasons(v, reasons, LH_NR_COUNTERS);
+	n = lh_bias_reasons(v, r->meta.features, reasons, LH_NR_COUNTERS);
 	if (!n) {
 		fputs("no loss: every paired event is in the histograms", f);
 		fputs(r->records.on ? ", every eligible event has a record" : "", f);

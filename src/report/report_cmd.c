@@ -1544,8 +1544,12 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 	if (json_object_object_get_ex(loss, "events", NULL)) {
 		/* every end lathist counts is in exactly one class counted at ends (the BPF
 		 * programs count events and then one of them): a share of events is
-		 * shown for each, and a sum that is not events makes every share wrong */
-		uint64_t ends = 0;
+		 * shown for each, and a sum that is not events makes every share wrong.
+		 * With slices (--oncpu, --counters: a "slices" count) *_delta and
+		 * hist_map_* count failed slices too: events lies between the sum
+		 * without them and the sum with them. */
+		bool slices = json_object_object_get_ex(loss, "slices", NULL);
+		uint64_t ends = 0, ends_only = 0;
 
 		for (int i = 0; i < LH_NR_COUNTERS; i++)
 			if (lh_counter_info(i)->of_events) {
@@ -1553,11 +1557,18 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 					return bad(m, "the loss classes counted at ends add up past "
 						   "2^64-1");
 				ends += own[i];
+				if (!(lh_counter_info(i)->scope & LH_SCOPE_SLICES))
+					ends_only += own[i];
 			}
-		if (ends != own[LH_EV_ENDS])
+		if (!slices && ends != own[LH_EV_ENDS])
 			return bad(m, "the loss classes counted at ends (paired, unpaired_*, "
 				   "*_delta, hist_map_*) add up to %" PRIu64 ", and loss.events is %"
 				   PRIu64 ": each end is in one of them", ends, own[LH_EV_ENDS]);
+		if (slices && (own[LH_EV_ENDS] < ends_only || own[LH_EV_ENDS] > ends))
+			return bad(m, "the loss classes counted at ends add up to %" PRIu64 " (%"
+				   PRIu64 " without *_delta and hist_map_*, which count slices "
+				   "too), and loss.events is %" PRIu64 ", not between: each end is "
+				   "in one of them", ends, ends_only, own[LH_EV_ENDS]);
 	}
 	err = add_gaps(m, loss, ncpus);
 	return err ? err : add_charges(m, loss);

@@ -745,6 +745,38 @@ def test_full_maps_are_losses():
               f"{args}: paired {loss['paired']} != histograms' total")
         check(doc["bias"]["flag"] and any("_map_full" in r for r in doc["bias"]["reasons"]),
               f"{args}: not flagged: {doc['bias']}")
+        # every end is in one class counted at ends: they add up to events
+        ends = sum(loss.get(k, 0) for k in END_CLASSES)
+        check(ends == loss["events"], f"{args}: end classes {ends}, events {loss['events']}")
+    # with slices a full map fails slices too: hist_map_full is then no share of events
+    # (the text said 199% of events), events lies between the end classes without the
+    # ones that count slices and with them, and report reads the file back
+    for extra in (["--oncpu"], ["--counters", "cpu-clock"]):
+        rows, doc = traced(Workload("mix", CPU, 2, 1, 300), "--per-thread", "--max-keys", "2",
+                           *extra, pid_filter=False)
+        loss = doc["loss"]
+        ends = sum(loss.get(k, 0) for k in END_CLASSES)
+        only = sum(loss.get(k, 0) for k in END_CLASSES if k not in SLICE_CLASSES)
+        check(loss["hist_map_full"] > 0 and only <= loss["events"] <= ends and
+              not any(r.startswith("hist_map_full") and "of events" in r
+                      for r in doc["bias"]["reasons"]),
+              f"{extra}: {loss}, reasons {doc['bias']['reasons']}")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            rc, out, err = run("report", path)
+        check(rc == 0 and any(l.split()[:1] == ["hist_map_full"] and "%" not in l
+                              for l in out.splitlines()), f"{extra}: report rc {rc}: {err}")
+
+
+# the classes counted at ends (counters.c of_events), and those of them that count failed
+# on-CPU slices too
+END_CLASSES = ("paired", "unpaired_before_trace", "unpaired_no_start", "unchecked_start",
+               "negative_delta", "absurd_delta", "hist_map_full", "hist_map_enomem",
+               "hist_map_error")
+SLICE_CLASSES = ("negative_delta", "absurd_delta", "hist_map_full", "hist_map_enomem",
+                 "hist_map_error")
 
 
 def nr_threads():
