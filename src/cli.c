@@ -16,15 +16,17 @@
 #include "util.h"
 
 const char lh_common_help[] =
-	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s, 10m, 1h); default: until\n"
-	"                         Ctrl-C\n"
-	"  -i, --interval SEC     print (and write -o) every SEC seconds, then start afresh\n"
+	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s, 10m, 1h; 1ms or\n"
+	"                         more); default: until Ctrl-C\n"
+	"  -i, --interval SEC     print (and write -o) every SEC seconds (10ms or more), then\n"
+	"                         start afresh\n"
 	"  -u, --unit UNIT        histogram slot unit: ns, us (default) or ms\n"
 	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (bio: 0..4;\n"
 	"                         default 0)\n"
 	"  -p, --pid PID          only tasks of process PID\n"
-	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (absolute, or\n"
-	"                         relative to the cgroup2 mount)\n"
+	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (a folder, a path\n"
+	"                         relative to the cgroup2 mount, or /NAME as /proc/PID/cgroup\n"
+	"                         writes it; not the root cgroup)\n"
 	"                         (-p and --cgroup: in bio, the task that submitted the I/O)\n"
 	"  -f, --format FMT       text (default), json (schema lathist/1), csv,\n"
 	"                         openmetrics (OpenMetrics 1.0) or prometheus (text format\n"
@@ -178,10 +180,15 @@ int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 		bool fs_root = real && !strcmp(real, "/"), none = !real && errno == ENOENT;
 
 		free(real);
+		size_t ml;
+
 		if (fs_root || none) {
 			if (lh_cgroup2_mount(mnt, sizeof(mnt)))
 				return none ? -ENOENT : -EMEDIUMTYPE;
-			snprintf(resolved, len, "%s%s", mnt, path);
+			ml = strlen(mnt);
+			/* a missing folder under the mount is named as given, not twice */
+			snprintf(resolved, len, "%s%s", !strncmp(path, mnt, ml) &&
+				 (path[ml] == '/' || !path[ml]) ? "" : mnt, path);
 		} else {
 			snprintf(resolved, len, "%s", path);
 		}
@@ -255,6 +262,16 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 	return 0;
 }
 
+/* Is dir/sub (sub absolute) a folder? */
+static bool dir_under(const char *dir, const char *sub)
+{
+	char p[8192];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s%s", dir, sub);
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
 static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *tool)
 {
 	char mnt[4096];
@@ -284,6 +301,14 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 	if (lh_cgroup2_mount(mnt, sizeof(mnt)))
 		lh_usage_error(tool, "--cgroup '%s': no cgroup v2 file system is mounted; mount one "
 			       "(mount -t cgroup2 none /sys/fs/cgroup/unified)", arg);
+	else if (err == -ENOENT && arg[0] == '/' && strncmp(arg, mnt, strlen(mnt)))
+		/* neither a folder nor a cgroup's path under the mount */
+		lh_usage_error(tool, "--cgroup '%s': no such folder, nor %s%s; give a cgroup v2 "
+			       "folder under %s", arg, mnt, arg, mnt);
+	else if (err == -EMEDIUMTYPE && arg[0] == '/' && dir_under(mnt, arg))
+		/* /tmp is a folder, and a cgroup's name too: the file wins */
+		lh_usage_error(tool, "--cgroup '%s': %s is not on a cgroup v2 file system; for "
+			       "the cgroup %s under %s give '%s'", arg, o->cgroup, arg, mnt, arg + 1);
 	else if (err == -EMEDIUMTYPE)
 		lh_usage_error(tool, "--cgroup '%s': %s is not on a cgroup v2 file system; "
 			       "give a folder under %s", arg, o->cgroup, mnt);
@@ -505,8 +530,9 @@ static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool
 		return -EINVAL;
 	}
 	if (reserved_label(name)) {
-		lh_usage_error(tool, "--label '%s': %s is a label lathist sets itself; give another "
-			       "name", arg, name);
+		lh_usage_error(tool, "--label '%s': %s %s; give another name", arg, name,
+			       !strncmp(name, "__", 2) ? "begins with __, which Prometheus keeps for "
+			       "its own labels" : "is a label lathist sets itself");
 		return -EINVAL;
 	}
 	for (int i = 0; i < o->nlabels; i++)

@@ -101,8 +101,9 @@ void lh_emit_end(const char *who, const struct lh_common_opts *o)
 {
 	const char *name = o->output ? o->output : "standard output";
 
-	/* a closed pipe ended the run at once: said when it closed */
-	if (!out_err || out_err == -EPIPE)
+	/* a closed pipe ended the run at once: said when it closed; a run of one report
+	 * (no -i) said its one failure */
+	if (!out_err || out_err == -EPIPE || !o->interval_ns)
 		return;
 	if (out_unwritten == 1)
 		fprintf(stderr, "lathist %s: the last report could not be written to %s%s\n", who,

@@ -351,13 +351,14 @@ static bool sum_fits(const struct lh_hist *h, const struct lh_scheme *sc, uint64
 }
 
 /*
- * bad() for histogram name of key: "histogram NAME: PROBLEM (key F V, ...)",
- * the key last (each value cut at 64 bytes: a cgroup path can be long), so
- * that a message cut to vsay's length loses the key, not the problem. Made
+ * say() with fix for histogram name of key: "histogram NAME: PROBLEM (key F V,
+ * ...)", the key last (each value cut at 64 bytes: a cgroup path can be long),
+ * so that a message cut to say's length loses the key, not the problem. Made
  * only on an error: a good histogram pays nothing for it. -EINVAL.
  */
-static __attribute__((format(printf, 4, 5)))
-int bad_hist(struct merge *m, const char *name, const struct lh_key *key, const char *fmt, ...)
+static __attribute__((format(printf, 5, 6)))
+int hist_say(struct merge *m, const char *fix, const char *name, const struct lh_key *key,
+	     const char *fmt, ...)
 {
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	int n = lh_key_fields(key, kv);
@@ -373,8 +374,11 @@ int bad_hist(struct merge *m, const char *name, const struct lh_key *key, const 
 		o += (size_t)snprintf(keys + o, sizeof(keys) - o, "%s%s %.64s%s",
 				      i ? ", " : " (key ", kv[i].name, kv[i].value,
 				      i == n - 1 ? ")" : "");
-	return bad(m, "histogram %s: %s%s", name, problem, keys);
+	return say(m, fix, "histogram %s: %s%s", name, problem, keys);
 }
+
+/* A histogram that is not what lathist -f json writes. */
+#define bad_hist(m, ...) hist_say(m, "give a file written by lathist -f json", __VA_ARGS__)
 
 static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 {
@@ -479,7 +483,8 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	if (h->count + tmp->count < h->count || h->sum_ns + tmp->sum_ns < h->sum_ns ||
 	    h->bytes + tmp->bytes < h->bytes) {
 		lh_hist_free(tmp);
-		return bad_hist(m, name, &key, "the sum of the inputs overflows 64 bits");
+		return hist_say(m, "merge fewer documents", name, &key, "the sum of the inputs "
+				"overflows 64 bits");
 	}
 	err = lh_hist_merge(h, tmp);	/* slots, count, sum, bytes add; max is the larger */
 	if (m->heat && !strcmp(name, m->heat_hist ? m->heat_hist : m->r.meta.kinds[0].name))

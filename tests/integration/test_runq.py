@@ -590,6 +590,9 @@ BAD = [
     (["-f", "prometheus", "--buckets", "1ms"], 2, "1ms is not a bound of the histogram slots"),
     (["-f", "prometheus", "--buckets", "1us..1m", "--buckets", "1ms..1s"], 2, "given twice"),
     (["-f", "openmetrics", "--label", "le=1"], 2, "le is a label lathist sets"),
+    (["-f", "openmetrics", "--label", "__x=1"], 2, "__x begins with __, which Prometheus keeps"),
+    (["--cgroup", "/nonexistent-lathist/cg"], 2, "'/nonexistent-lathist/cg': no such folder, "
+     "nor "),
     (["-f", "openmetrics", "--label", "9x=1"], 2, "give NAME=VALUE"),
     (["-f", "openmetrics", "--label", "novalue"], 2, "give NAME=VALUE"),
     (["-f", "openmetrics", "--label", "team="], 2, "an empty value, which Prometheus takes"),
@@ -625,6 +628,11 @@ def test_bad_input():
         check(out == "", f"{args}: stdout {out!r}")
     rc, _, err = run("nosuchverb")
     check(rc == 2 and "unknown verb" in err, f"verb: {rc} {err}")
+    # a missing folder under the mount is named once (it was the mount twice over)
+    missing = os.path.join(cgroup2_mount(), "nonexistent-lathist")
+    rc, _, err = run("runq", "--cgroup", missing, "-d", "0.1")
+    check(rc == 2 and f"'{missing}': No such file or directory" in err and
+          len(err.strip().splitlines()) == 1, f"{missing}: {rc} {err!r}")
     rc, _, err = run("-V")	# it named "lathist runq -V" as the fix, which runq refuses
     check(rc == 2 and "before the verb: lathist itself takes only -h and --version" in err and
           len(err.strip().splitlines()) == 1, f"-V: {rc} {err!r}")
