@@ -1579,6 +1579,25 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 	return err ? err : add_charges(m, loss);
 }
 
+/* unchecked_start is counted only by lathist 0.1.0's classic tracepoint path: a
+ * document with some names a tracepoint attach. 0 or -EINVAL (said). */
+static int unchecked_only_on_tracepoints(struct merge *m, json_object *meta, json_object *loss)
+{
+	json_object *attach = get(meta, "attach", json_type_object);
+	uint64_t n = 0;
+
+	if (!attach || get_u64(loss, "unchecked_start", &n) || !n)	/* attach: checked before */
+		return 0;
+	json_object_object_foreach(attach, tp, type) {
+		(void)tp;
+		if (json_object_is_type(type, json_type_string) &&
+		    !strcmp(json_object_get_string(type), "tracepoint"))
+			return 0;
+	}
+	return bad(m, "loss.unchecked_start is %" PRIu64 ", a class of lathist 0.1.0's "
+		   "tracepoint attach only, and meta.attach names no tracepoint attach", n);
+}
+
 /* One document: checked, then merged into m (an error leaves m to be freed). */
 static int add_doc(struct merge *m, json_object *doc)
 {
@@ -1631,7 +1650,8 @@ static int add_doc(struct merge *m, json_object *doc)
 	for (size_t i = 0; i < json_object_array_length(hists); i++)
 		if ((err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp)))
 			return err;
-	if ((err = merge_loss(m, loss, ncpus)))
+	if ((err = merge_loss(m, loss, ncpus)) ||
+	    (err = unchecked_only_on_tracepoints(m, meta, loss)))
 		return err;
 	{
 		uint64_t paired = 0;

@@ -400,10 +400,15 @@ def test_report_reads_tracepoint_path_documents():
         check(rc == 0, err)
         doc = json.loads(out)
         check("unchecked_start" not in doc["loss"], f"live run: {sorted(doc['loss'])}")
-        doc["meta"]["attach"] = {k: "tracepoint" for k in doc["meta"]["attach"]}
         doc["loss"]["unchecked_start"] = 3
         doc["loss"]["events"] += 3		# a class counted at ends: each is an event
         path = os.path.join(tmp, "tp.json")
+        with open(path, "w") as f:		# on tp_btf: no such class
+            json.dump(doc, f)
+        rc, out, err = report(path)
+        check(rc == 1 and "unchecked_start is 3, a class of lathist 0.1.0's tracepoint" in err,
+              f"unchecked_start on tp_btf: rc {rc}, {err!r}")
+        doc["meta"]["attach"] = {k: "tracepoint" for k in doc["meta"]["attach"]}
         with open(path, "w") as f:
             json.dump(doc, f)
         rc, out, err = report("-f", "json", path)
