@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include "cgroup.h"
+#include "util.h"
 #include "cgroup_path.h"
 #include "cli.h"
 #include "report.h"
@@ -49,7 +50,7 @@ static void relative(const char *abs, char *out, size_t len)
 {
 	size_t n = strlen(mnt);
 
-	if (!strncmp(abs, mnt, n) && (abs[n] == '/' || !abs[n]))
+	if (lh_path_under(abs, mnt))
 		abs += n + (abs[n] == '/');
 	snprintf(out, len, "%s", abs[0] ? abs : "/");
 }

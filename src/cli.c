@@ -180,15 +180,11 @@ int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
 		bool fs_root = real && !strcmp(real, "/"), none = !real && errno == ENOENT;
 
 		free(real);
-		size_t ml;
-
 		if (fs_root || none) {
 			if (lh_cgroup2_mount(mnt, sizeof(mnt)))
 				return none ? -ENOENT : -EMEDIUMTYPE;
-			ml = strlen(mnt);
 			/* a missing folder under the mount is named as given, not twice */
-			snprintf(resolved, len, "%s%s", !strncmp(path, mnt, ml) &&
-				 (path[ml] == '/' || !path[ml]) ? "" : mnt, path);
+			snprintf(resolved, len, "%s%s", lh_path_under(path, mnt) ? "" : mnt, path);
 		} else {
 			snprintf(resolved, len, "%s", path);
 		}
@@ -301,7 +297,7 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 	if (lh_cgroup2_mount(mnt, sizeof(mnt)))
 		lh_usage_error(tool, "--cgroup '%s': no cgroup v2 file system is mounted; mount one "
 			       "(mount -t cgroup2 none /sys/fs/cgroup/unified)", arg);
-	else if (err == -ENOENT && arg[0] == '/' && strncmp(arg, mnt, strlen(mnt)))
+	else if (err == -ENOENT && arg[0] == '/' && !lh_path_under(arg, mnt))
 		/* neither a folder nor a cgroup's path under the mount */
 		lh_usage_error(tool, "--cgroup '%s': no such folder, nor %s%s; give a cgroup v2 "
 			       "folder under %s", arg, mnt, arg, mnt);

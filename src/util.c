@@ -574,3 +574,10 @@ bool lh_list_has_empty(const char *s)
 {
 	return !s[0] || s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,");
 }
+
+bool lh_path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}

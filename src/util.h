@@ -114,6 +114,9 @@ bool lh_is_run_id(const char *s);
  */
 long lh_bad_text_byte(const char *s);
 
+/* Is path dir itself or below it (dir without a trailing slash)? */
+bool lh_path_under(const char *path, const char *dir);
+
 /* Does the comma-separated list s have an empty entry (s empty, a leading or
  * trailing comma, two in a row)? strtok_r would skip it silently. */
 bool lh_list_has_empty(const char *s);

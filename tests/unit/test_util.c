@@ -195,6 +195,16 @@ static void test_atomic_write(void **state)
 }
 
 /* Printable UTF-8 (RFC 3629): each kind of bad byte found at its offset. */
+static void test_path_under(void **state)
+{
+	(void)state;
+	assert_true(lh_path_under("/sys/fs/cgroup", "/sys/fs/cgroup"));
+	assert_true(lh_path_under("/sys/fs/cgroup/a/b", "/sys/fs/cgroup"));
+	assert_false(lh_path_under("/sys/fs/cgroupX/a", "/sys/fs/cgroup"));
+	assert_false(lh_path_under("/sys/fs", "/sys/fs/cgroup"));
+	assert_false(lh_path_under("/tmp", "/sys/fs/cgroup"));
+}
+
 static void test_list_has_empty(void **state)
 {
 	(void)state;
@@ -238,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_bad_text_byte),
 		cmocka_unit_test(test_list_has_empty),
+		cmocka_unit_test(test_path_under),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
