@@ -1562,7 +1562,7 @@ static int merge_loss(struct merge *m, json_object *loss, uint64_t ncpus)
 					return bad(m, "the loss classes counted at ends add up past "
 						   "2^64-1");
 				ends += own[i];
-				if (!(lh_counter_info(i)->scope & LH_SCOPE_SLICES))
+				if (lh_counter_of_events(i, LH_FEAT_ONCPU))	/* no slices in it */
 					ends_only += own[i];
 			}
 		if (!slices && ends != own[LH_EV_ENDS])
