@@ -85,7 +85,7 @@ static int write_failed(const char *who, const char *output, int err)
 			"is unchanged)\n", who, output,
 			err == -EINVAL ? "it is no longer a regular file" :
 			err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
-	else if (err && err != out_err)
+	else if (err && err != out_err)		/* stdout: nothing stays in its place */
 		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", who,
 			strerror(-err));
 	if (!err && out_err)
