@@ -55,6 +55,7 @@ _running = []
 # setpriv before the exec: no preexec_fn, which is unsafe beside a test's threads)
 DIE_WITH_RUNNER = ["setpriv", "--pdeathsig", "TERM"]
 
+
 def cleanup():
     """Stop every background process a test started and left running (after a failure)."""
     while _running:
