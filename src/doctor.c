@@ -380,7 +380,8 @@ int doctor_main(int argc, char **argv)
 			       strlen(lh_tools[k]->name) < 4 ? 5 - (int)strlen(lh_tools[k]->name) : 1,
 			       "", d.cannot & lh_tools[k]->bit ? "cannot run (see above)" : "can run");
 	}
-	if (fflush(stdout) || ferror(stdout)) {	/* a failed write leaves the flag */
+	/* a failed write leaves the flag; a reader that quit early (| head) is none */
+	if ((fflush(stdout) || ferror(stdout)) && errno != EPIPE) {
 		fprintf(stderr, "lathist doctor: cannot write to standard output: %s\n",
 			errno ? strerror(errno) : "a write to it failed");
 		return LH_EXIT_RUNTIME;

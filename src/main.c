@@ -64,12 +64,16 @@ static void guard_std_fds(void)
 /*
  * What went to stdout through stdio (help, --version, doctor, report) must have
  * been written: a full disk or a closed stdout is exit 1 with one line, said
- * here when the verb said nothing (rc 0). Returns the exit status.
+ * here when the verb said nothing (rc 0). A reader that quit early (| head:
+ * EPIPE, from this flush or from the write that set the error flag) is not a
+ * failure of the text. Returns the exit status.
  */
 static int finish(int rc)
 {
-	int failed = fflush(stdout), err = errno;
+	int before = errno, failed = fflush(stdout), err = failed ? errno : before;
 
+	if ((failed || ferror(stdout)) && err == EPIPE)
+		return rc;
 	if ((failed || ferror(stdout)) && rc == LH_EXIT_OK) {
 		fprintf(stderr, "lathist: cannot write to standard output: %s\n",
 			lh_stdout_closed ? "it was closed when lathist started" :

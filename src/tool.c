@@ -123,9 +123,16 @@ int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t l
 		return write_failed(who, output, lh_write_atomic(output, buf, len));
 	if (lh_stdout_gone)		/* nobody reads it (said when that was seen) */
 		return -EPIPE;
-	if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+	/* the document in one write(2) where the kernel takes it whole (stdio would cut it
+	 * at its buffer's 4 KiB), after whatever stdio holds */
+	if (fflush(stdout)) {
 		err = errno ? -errno : -EIO;
 		clearerr(stdout);
+	} else {
+		struct lh_lines l;
+
+		lh_lines_use(&l, STDOUT_FILENO);
+		err = lh_lines_write(&l, buf, len);
 	}
 	return write_failed(who, NULL, err);
 }
