@@ -258,14 +258,19 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 	return 0;
 }
 
-/* Is dir/sub (sub absolute) a folder? */
+/* Is dir/sub (sub absolute) a folder below dir (not dir itself: /.. is no cgroup)? */
 static bool dir_under(const char *dir, const char *sub)
 {
-	char p[8192];
+	char p[8192], *real;
 	struct stat st;
+	bool below;
 
 	snprintf(p, sizeof(p), "%s%s", dir, sub);
-	return !stat(p, &st) && S_ISDIR(st.st_mode);
+	real = realpath(p, NULL);
+	below = real && lh_path_under(real, dir) && strcmp(real, dir) && !stat(real, &st) &&
+		S_ISDIR(st.st_mode);
+	free(real);
+	return below;
 }
 
 static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *tool)

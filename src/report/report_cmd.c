@@ -60,6 +60,8 @@ struct merge {
 	uint64_t first_start, last_end;	/* realtime ns */
 	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
 	uint64_t doc_paired;		/* its paired histograms' counts (registry paired_hists) */
+	uint64_t doc_slices;		/* its slice histograms' counts (kind scope SLICES: oncpu) */
+	int doc_slice_hists;		/* and how many it has */
 	uint64_t doc_ncpus;		/* its meta.ncpus (possible CPUs, 1 to 2^20) */
 	int oncpu_docs;			/* inputs with on-CPU slices (--oncpu) */
 	int ndocs;
@@ -282,12 +284,13 @@ static int parse_key(struct merge *m, json_object *k, struct lh_key *key)
 }
 
 /* The tool's histogram names (runq: wakeup, preempt, oncpu; bio: queue, device, total). */
-static bool known_hist(const struct merge *m, const char *name)
+/* The tool's histogram kind called name, or NULL. */
+static const struct lh_hist_kind *kind_of(const struct merge *m, const char *name)
 {
 	for (int i = 0; i < m->r.meta.nkinds; i++)
 		if (!strcmp(m->r.meta.kinds[i].name, name))
-			return true;
-	return false;
+			return &m->r.meta.kinds[i];
+	return NULL;
 }
 
 /* Index of the highest non-empty slot (0 when empty). */
@@ -388,6 +391,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	uint32_t top;
 	char name[16];
 	struct lh_key key;
+	const struct lh_hist_kind *k;
 	struct lh_hist *h;
 	int err;
 
@@ -470,7 +474,11 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	tmp->bytes = bytes;
 	if (lh_tool_paired_hist(m->desc, name))
 		m->doc_paired += count;	/* no overflow: the slots' sum fits, and paired <= events */
-	if (!known_hist(m, name)) {
+	if ((k = kind_of(m, name)) && k->scope == LH_SCOPE_SLICES) {
+		m->doc_slices += count;	/* checked against loss.slices: refused past 2^64 there */
+		m->doc_slice_hists++;
+	}
+	if (!k) {
 		lh_hist_free(tmp);
 		return bad(m, "a %s document has no histogram '%s'", m->tool, name);
 	}
@@ -1645,7 +1653,8 @@ static int add_doc(struct merge *m, json_object *doc)
 		if (lh_heatmap_column(m->heat, start, dur, lost))
 			return -ENOMEM;
 	}
-	m->doc_paired = 0;
+	m->doc_paired = m->doc_slices = 0;
+	m->doc_slice_hists = 0;
 	m->doc_ncpus = ncpus;
 	for (size_t i = 0; i < json_object_array_length(hists); i++)
 		if ((err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp)))
@@ -1660,6 +1669,17 @@ static int add_doc(struct merge *m, json_object *doc)
 		if (get_u64(loss, "paired", &paired) || paired != m->doc_paired)
 			return bad(m, "loss.paired %" PRIu64 " is not what its histograms count (%"
 				   PRIu64 "): every paired event is in one", paired, m->doc_paired);
+	}
+	/* "slices: on-CPU slices in the oncpu histograms (and in the counter sums)": with
+	 * --counters alone the slices are in no histogram */
+	if (m->doc_slice_hists || (json_object_object_get_ex(loss, "slices", NULL) &&
+				   !get(doc, "counters", json_type_array))) {
+		uint64_t slices = 0;
+
+		if (get_u64(loss, "slices", &slices) || slices != m->doc_slices)
+			return bad(m, "loss.slices %" PRIu64 " is not what its oncpu histograms count "
+				   "(%" PRIu64 "): every slice counted is in one", slices,
+				   m->doc_slices);
 	}
 	m->oncpu_docs += json_object_object_get_ex(loss, "slices", NULL);
 	if (get(doc, "counters", json_type_array))
@@ -2204,7 +2224,7 @@ static int merge_inputs(struct merge *m, char **argv, int first, int last,
 	if (err)
 		return LH_EXIT_RUNTIME;
 	if (m->heat_hist) {
-		if (!known_hist(m, m->heat_hist)) {
+		if (!kind_of(m, m->heat_hist)) {
 			char names[128] = "";
 
 			for (int i = 0; i < m->r.meta.nkinds; i++)

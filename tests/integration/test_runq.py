@@ -776,6 +776,17 @@ def test_full_maps_are_losses():
             rc, out, err = run("report", path)
         check(rc == 0 and any(l.split()[:1] == ["hist_map_full"] and "%" not in l
                               for l in out.splitlines()), f"{extra}: report rc {rc}: {err}")
+        if "--oncpu" in extra:	# slices are what the oncpu histograms count (it took +1000)
+            oncpu = sum(h["count"] for h in doc["histograms"] if h["name"] == "oncpu")
+            check(loss["slices"] == oncpu, f"slices {loss['slices']}, oncpu histograms {oncpu}")
+            doc["loss"]["slices"] += 1000
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "r.json")
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                rc, out, err = run("report", path)
+            check(rc == 1 and "is not what its oncpu histograms count" in err,
+                  f"slices + 1000: rc {rc}, {err!r}")
 
 
 # the classes counted at ends (counters.c of_events), and those of them that count failed
