@@ -150,3 +150,42 @@ int lh_hist_quantile_bounds(const struct lh_hist *h, unsigned int permille, uint
 	*high = rank_slot(h, rank, 0);
 	return 0;
 }
+
+/* For ranks ascending, out[j] = rank_slot(h, rank[j], below), in one pass. */
+static void rank_slots(const struct lh_hist *h, const uint64_t *rank, size_t n, uint64_t below,
+		       int *out)
+{
+	unsigned __int128 cum = below;
+	size_t j = 0;
+
+	for (uint32_t i = 0; i < h->nslots && j < n; i++) {
+		cum += h->slots[i];
+		while (j < n && cum >= rank[j])
+			out[j++] = (int)i;
+	}
+	while (j < n)
+		out[j++] = (int)h->nslots - 1;
+}
+
+int lh_hist_quantile_slots(const struct lh_hist *h, const struct lh_percentile *q, size_t n,
+			   uint64_t lost, int *slot, int *low, int *high)
+{
+	uint64_t rank[LH_MAX_QUANTILES] = { 0 };	/* all set below; gcc cannot tell */
+
+	if (!h->count || n > LH_MAX_QUANTILES)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!q[i].permille || q[i].permille > 1000 ||
+		    (i && q[i].permille < q[i - 1].permille))
+			return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		rank[i] = quantile_rank(h->count, q[i].permille);
+	rank_slots(h, rank, n, 0, slot);
+	if (!low || !high)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		rank[i] = quantile_rank((unsigned __int128)h->count + lost, q[i].permille);
+	rank_slots(h, rank, n, lost, low);
+	rank_slots(h, rank, n, 0, high);
+	return 0;
+}

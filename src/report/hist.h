@@ -124,6 +124,22 @@ struct lh_percentile {
 #define LH_NR_PERCENTILES 4
 extern const struct lh_percentile lh_percentiles[LH_NR_PERCENTILES];
 
+/* Most quantiles one pass asks for (lh_hist_quantile_slots). */
+#define LH_MAX_QUANTILES 16
+
+/*
+ * n quantiles of h (q[i].permille ascending in 1..1000, n <=
+ * LH_MAX_QUANTILES) in one pass over its slots per bound: slot[i] is what
+ * lh_hist_quantile_slot(h, q[i].permille) returns and, when low and high are
+ * given, low[i] and high[i] what lh_hist_quantile_bounds(h, q[i].permille,
+ * lost) sets. A report does this for every histogram of an interval (thousands with
+ * per-thread keys), where one scan per quantile and bound walked the slots
+ * twelve times. 0; -EINVAL (nothing set) when h is empty or the permilles are
+ * not ascending in 1..1000.
+ */
+int lh_hist_quantile_slots(const struct lh_hist *h, const struct lh_percentile *q, size_t n,
+			   uint64_t lost, int *slot, int *low, int *high);
+
 /* Saturating 64-bit addition. */
 static inline uint64_t lh_add_sat(uint64_t a, uint64_t b)
 {

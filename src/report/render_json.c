@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
+#include "outbuf.h"
 #include "pmu_user.h"
 #include "recline.h"
 #include "report.h"
@@ -56,33 +57,17 @@ static json_object *key_json(const struct lh_key *k)
  * (some 40 objects allocated, printed and freed) took most of an interval.
  */
 struct jw {
-	FILE *f;
+	struct lh_out *o;	/* the document's histograms, one fwrite per 64 KiB */
 	bool compact;
 	int depth;		/* the open container's level (json-c's) */
 	unsigned int had;	/* bit d: the container at level d has a member */
-	size_t n;		/* bytes in b */
-	char b[4096];
 };
-
-static void jw_flush(struct jw *w)
-{
-	fwrite(w->b, 1, w->n, w->f);
-	w->n = 0;
-}
 
 /* Inlined, so that the many copies of a constant length are a move or two. */
 static inline __attribute__((always_inline)) void jw_put(struct jw *w, const char *s,
 							 size_t len)
 {
-	if (w->n + len > sizeof(w->b)) {
-		jw_flush(w);
-		if (len > sizeof(w->b)) {
-			fwrite(s, 1, len, w->f);
-			return;
-		}
-	}
-	memcpy(w->b + w->n, s, len);
-	w->n += len;
+	lh_out_put(w->o, s, len);
 }
 
 /* 2 spaces a level (histograms go 6 levels deep, the writer at most 15). */
@@ -175,10 +160,11 @@ static void jw_close(struct jw *w, char bracket)
 
 static void jw_u64(struct jw *w, const char *name, uint64_t v)
 {
-	char d[20];
+	char *d;
 
 	jw_item(w, name);
-	jw_put(w, d, (size_t)(lh_put_u64(d, v) - d));
+	d = lh_out_room(w->o, 20);
+	lh_out_wrote(w->o, (size_t)(lh_put_u64(d, v) - d));
 }
 
 static void jw_null(struct jw *w, const char *name)
@@ -253,14 +239,14 @@ static void jw_key(struct jw *w, const struct lh_key *k)
  * belonged here and what they could make the max, each percentile's slot and
  * bounds, the non-empty slots.
  */
-static void put_hist(FILE *f, const struct lh_hist *h, const struct lh_report *r, bool compact,
-		     bool *first)
+static void put_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
+		     bool compact, bool *first)
 {
 	const struct lh_meta *m = &r->meta;
 	struct lh_pct pct[LH_NR_PERCENTILES];
 	uint64_t u = m->scheme.unit_ns, lost = lh_report_percentiles(r, h, pct);
 	uint32_t p = m->scheme.precision;
-	struct jw w = { .f = f, .compact = compact, .depth = 1, .had = *first ? 0 : 2 };
+	struct jw w = { .o = o, .compact = compact, .depth = 1, .had = *first ? 0 : 2 };
 
 	if (*first && !compact)		/* put()'s newline before the first element */
 		jw_put(&w, "\n", 1);
@@ -307,7 +293,6 @@ static void put_hist(FILE *f, const struct lh_hist *h, const struct lh_report *r
 	}
 	jw_close(&w, ']');
 	jw_close(&w, '}');
-	jw_flush(&w);
 }
 
 static json_object *pmu_meta_json(const struct lh_pmu_meta *pm);
@@ -729,15 +714,23 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 {
 	json_object *rest = json_object_new_object();
 	bool first = true, hfirst = true;
+	struct lh_out *o = malloc(sizeof(*o));	/* 64 KiB */
 
-	if (!rest)
+	if (!rest || !o) {
+		json_object_put(rest);
+		free(o);
 		return -ENOMEM;
+	}
+	o->f = f;
+	o->n = 0;
 	fputc('{', f);
 	put(f, "schema", json_object_new_string(LH_SCHEMA), compact, &first, 2);
 	put_meta(f, &r->meta, compact, &first);
 	open_member(f, "histograms", '[', compact, &first, 2);
 	for (size_t i = 0; i < r->nhists; i++)
-		put_hist(f, &r->hists[i], r, compact, &hfirst);
+		put_hist(o, &r->hists[i], r, compact, &hfirst);
+	lh_out_flush(o);
+	free(o);
 	close_member(f, ']', compact, 2);
 	/* the members after the histograms, in their order */
 	if (r->meta.pmu.n || r->meta.pmu.nunsupported)

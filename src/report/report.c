@@ -167,33 +167,47 @@ static void unify_names(struct lh_report *r)
 	free(t);
 }
 
-/* Two histograms of r, each as its name's rank << 32 | its index: by rank,
- * key (cgroup keys by id), then index. */
+/*
+ * A histogram's place in the sort, as two words that order like key_cmp on
+ * what they hold: a = its name's rank << 40 | key fields << 32 | pid, b = tid
+ * << 32 | its index. Most pairs differ there, and compare as integers.
+ */
+struct sort_ent {
+	uint64_t a, b;
+};
+
+_Static_assert(LH_KEY_OTHER < 256, "key fields fit in 8 bits of sort_ent.a");
+
+/* Two histograms of r: by rank, key (cgroup keys by id), then index. */
 static int ranked_cmp(const void *pa, const void *pb, void *arg)
 {
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+	const struct sort_ent *x = pa, *y = pb;
 	const struct lh_hist *h = ((const struct lh_report *)arg)->hists;
 	int c;
 
-	if (a >> 32 != b >> 32)
-		return a >> 32 < b >> 32 ? -1 : 1;
-	if ((c = key_cmp(&h[(uint32_t)a].key, &h[(uint32_t)b].key)))
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	if (x->b >> 32 != y->b >> 32)
+		return x->b < y->b ? -1 : 1;
+	/* rank, fields, pid and tid the same: the rest of the key */
+	if ((c = key_cmp(&h[(uint32_t)x->b].key, &h[(uint32_t)y->b].key)))
 		return c;
 	/* equal keys keep their order: qsort need not be stable */
-	return (uint32_t)a < (uint32_t)b ? -1 : 1;
+	return (uint32_t)x->b < (uint32_t)y->b ? -1 : 1;
 }
 
 /*
  * r's histograms by kind (in meta.kinds order, unknown names last), then
- * key. Sorted as 8-byte (rank, index) words and then moved into place, one
- * cycle of the permutation at a time: a qsort of the histograms themselves
- * moved ~200 bytes a step with memcpy and ranked both names at each
- * comparison of two kinds, a tenth of the loader's time at 20,000 histograms
- * an interval. -ENOMEM (r unchanged) without memory for the words.
+ * key. Sorted as sort_ent words and then moved into place, one cycle of the
+ * permutation at a time: a qsort of the histograms themselves moved ~200
+ * bytes a step with memcpy and ranked both names at each comparison of two
+ * kinds, and comparing whole keys at every step took 8% of the loader's time
+ * at 13,000 histograms an interval. -ENOMEM (r unchanged) without memory for
+ * the words.
  */
 static int sort_hists(struct lh_report *r)
 {
-	uint64_t *v = malloc(r->nhists * sizeof(*v));
+	struct sort_ent *v = malloc(r->nhists * sizeof(*v));
 	uint64_t rank = 0;
 
 	if (!v || r->nhists > UINT32_MAX) {
@@ -201,24 +215,28 @@ static int sort_hists(struct lh_report *r)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < r->nhists; i++) {
-		/* a kind's histograms mostly come together: rank each run once */
+		const struct lh_key *k = &r->hists[i].key;
+
+		/* a kind's histograms mostly come together: rank each run once (the
+		 * kinds are a tool's few, far under 2^24) */
 		if (!i || strcmp(r->hists[i].name, r->hists[i - 1].name))
 			rank = (uint64_t)name_rank(&r->meta, r->hists[i].name);
-		v[i] = rank << 32 | i;
+		v[i].a = rank << 40 | (uint64_t)k->fields << 32 | k->pid;
+		v[i].b = (uint64_t)k->tid << 32 | i;
 	}
 	qsort_r(v, r->nhists, sizeof(*v), ranked_cmp, r);
-	/* place i takes histogram (uint32_t)v[i]; a place filled is marked v[i] = i */
+	/* place i takes histogram (uint32_t)v[i].b; a place filled is marked v[i].b = i */
 	for (size_t i = 0; i < r->nhists; i++) {
 		struct lh_hist first;
 		size_t at = i;
 
-		if ((uint32_t)v[i] == i)
+		if ((uint32_t)v[i].b == i)
 			continue;
 		first = r->hists[i];
 		for (;;) {
-			size_t from = (uint32_t)v[at];
+			size_t from = (uint32_t)v[at].b;
 
-			v[at] = at;
+			v[at].b = at;
 			if (from == i) {
 				r->hists[at] = first;
 				break;
@@ -460,14 +478,19 @@ uint64_t lh_report_percentiles(const struct lh_report *r, const struct lh_hist *
 			       struct lh_pct out[LH_NR_PERCENTILES])
 {
 	uint64_t lost = lh_report_hist_lost(r, h);
+	int slot[LH_NR_PERCENTILES], low[LH_NR_PERCENTILES], high[LH_NR_PERCENTILES];
 
+	/* empty: every slot and bound -1; nothing lost: both bounds are the slot */
+	if (lh_hist_quantile_slots(h, lh_percentiles, LH_NR_PERCENTILES, lost, slot,
+				   lost ? low : NULL, lost ? high : NULL)) {
+		for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
+			out[i].slot = out[i].low = out[i].high = -1;
+		return lost;
+	}
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		out[i].slot = lh_hist_quantile_slot(h, lh_percentiles[i].permille);
-		if (!lost)	/* nothing can move it: both bounds are its slot (-1 when empty) */
-			out[i].low = out[i].high = out[i].slot;
-		else if (lh_hist_quantile_bounds(h, lh_percentiles[i].permille, lost, &out[i].low,
-						 &out[i].high))
-			out[i].low = out[i].high = -1;
+		out[i].slot = slot[i];
+		out[i].low = lost ? low[i] : slot[i];
+		out[i].high = lost ? high[i] : slot[i];
 	}
 	return lost;
 }

@@ -188,6 +188,55 @@ static void test_quantile_bounds(void **state)
 	lh_hist_free(&h);
 }
 
+/*
+ * The one-pass quantiles are the single scans' answers: random histograms
+ * (fixed seed), every loss from none to more than the events, near 2^64 too;
+ * permilles that are not ascending are refused.
+ */
+static void test_quantile_slots_match_single_scans(void **state)
+{
+	static const struct lh_percentile q[] = {
+		{ "a", 1 }, { "b", 250 }, { "c", 500 }, { "d", 500 }, { "e", 900 },
+		{ "f", 990 }, { "g", 999 }, { "h", 1000 },
+	}, bad[] = { { "p90", 900 }, { "p50", 500 } }, zero[] = { { "p0", 0 } };
+	const size_t n = sizeof(q) / sizeof(q[0]);
+	struct lh_scheme sc = { 0, 1000 };
+	int slot[8], low[8], high[8];
+	unsigned int seed = 7;
+	struct lh_hist h;
+	(void)state;
+	assert_int_equal(lh_hist_init(&h, "wakeup", NULL, &sc), 0);
+	assert_int_equal(lh_hist_quantile_slots(&h, q, n, 0, slot, NULL, NULL), -EINVAL);
+	for (int round = 0; round < 2000; round++) {
+		uint64_t lost = round % 4 == 0 ? 0 : round % 4 == 1 ? (uint64_t)rand_r(&seed) % 5 :
+				round % 4 == 2 ? (uint64_t)rand_r(&seed) % 400 : UINT64_MAX;
+
+		memset(h.slots, 0, h.nslots * sizeof(*h.slots));
+		h.count = 0;
+		for (int k = rand_r(&seed) % 6 + 1; k; k--) {
+			uint32_t i = (uint32_t)rand_r(&seed) % h.nslots;
+			uint64_t c = round % 50 == 49 ? UINT64_MAX / 8 : (uint64_t)rand_r(&seed) % 100 + 1;
+
+			h.slots[i] += c;
+			h.count += c;
+		}
+		assert_int_equal(lh_hist_quantile_slots(&h, q, n, lost, slot, low, high), 0);
+		for (size_t i = 0; i < n; i++) {
+			int lo, hi;
+
+			assert_int_equal(slot[i], lh_hist_quantile_slot(&h, q[i].permille));
+			assert_int_equal(lh_hist_quantile_bounds(&h, q[i].permille, lost, &lo, &hi), 0);
+			assert_int_equal(low[i], lo);
+			assert_int_equal(high[i], hi);
+		}
+	}
+	assert_int_equal(lh_hist_quantile_slots(&h, bad, 2, 0, slot, NULL, NULL), -EINVAL);
+	assert_int_equal(lh_hist_quantile_slots(&h, zero, 1, 0, slot, NULL, NULL), -EINVAL);
+	assert_int_equal(lh_hist_quantile_slots(&h, q, LH_MAX_QUANTILES + 1, 0, slot, NULL, NULL),
+			 -EINVAL);
+	lh_hist_free(&h);
+}
+
 /* Build one CPU's BPF value: head then nslots counters. */
 static void *raw_value(uint32_t nslots, uint64_t sum, uint64_t max, const char *comm)
 {
@@ -303,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_quantile),
 		cmocka_unit_test(test_quantile_exact_ranks),
 		cmocka_unit_test(test_quantile_bounds),
+		cmocka_unit_test(test_quantile_slots_match_single_scans),
 		cmocka_unit_test(test_percpu_merge),
 		cmocka_unit_test(test_counts_beyond_2_32),
 		cmocka_unit_test(test_merge_mismatch),
