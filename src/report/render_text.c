@@ -35,8 +35,9 @@ static char *put_u64(char *p, uint64_t v, int width, bool left)
 	return p + (left && n < width ? width : n);
 }
 
-/* s padded with spaces on the right to width (%-*s); returns the end. */
-static char *put_str(char *p, const char *s, int width)
+/* s padded with spaces on the right to width (%-*s); returns the end (inlined:
+ * the strings are literals, their lengths known). */
+static inline __attribute__((always_inline)) char *put_str(char *p, const char *s, int width)
 {
 	size_t n = strlen(s);
 
