@@ -37,8 +37,9 @@ unpack_tools() {
 }
 
 # Debian's own kernels for the kernel matrix (tests/integration/test_kernels.py): the newest
-# linux-image-6.1.0-N-amd64 and its PREEMPT_RT flavour, unpacked (vmlinuz, config, loop.ko)
-# into build/kernels/PACKAGE, never installed.
+# linux-image-6.1.0-N-amd64 and its PREEMPT_RT flavour, unpacked (vmlinuz, config, loop.ko,
+# and the virtio block driver with its modules, the guests' disk for their results) into
+# build/kernels/PACKAGE, never installed. .complete-2 marks an unpacking with the virtio modules.
 fetch_kernels() {
   local dir="build/kernels" flavour pkg tmp
   [ "$(uname -m)" = x86_64 ] || return 0
@@ -51,7 +52,7 @@ fetch_kernels() {
             awk '{print $1}' | sort -V | tail -1)
     fi
     [ -n "$pkg" ] || continue
-    [ -f "$dir/$pkg/.complete" ] && continue
+    [ -f "$dir/$pkg/.complete-2" ] && continue
     tmp=$(mktemp -d)
     if ! (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1); then
       # an old package list names a version the mirror no longer has
@@ -63,8 +64,9 @@ fetch_kernels() {
     rm -rf "${dir:?}/$pkg"
     mkdir -p "$dir/$pkg"
     dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$dir/$pkg" --wildcards \
-      './boot/vmlinuz-*' './boot/config-*' './lib/modules/*/kernel/drivers/block/loop.ko'
-    touch "$dir/$pkg/.complete"
+      './boot/vmlinuz-*' './boot/config-*' './lib/modules/*/kernel/drivers/block/loop.ko' \
+      './lib/modules/*/kernel/drivers/block/virtio_blk.ko' './lib/modules/*/kernel/drivers/virtio/*.ko'
+    touch "$dir/$pkg/.complete-2"
     rm -rf "$tmp"
   done
 }

@@ -1,9 +1,11 @@
 """The kernel matrix: Debian's own 6.1 kernels (generic and PREEMPT_RT), unpacked by
 scripts/deps.sh into build/kernels, booted with qemu-system-x86_64 (TCG; no KVM needed)
-on a busybox initramfs holding the static lathist, the static workloads and loop.ko.
+on a busybox initramfs holding the static lathist, the static workloads, loop.ko and the
+virtio block modules.
 Inside, tests/kernels/init runs lathist doctor, then runq beside the runqwork mix and bio
 beside biowork on a loop device, each on tp_btf and raw_tp (no tracefs mounted: lathist
-needs none); here the results are checked
+needs none), and writes the results to a virtio disk (the console shows which step runs);
+here the results are checked
 against the same oracles as on the host (schedstat pcount per thread; the workload's
 request counts)."""
 import glob
@@ -22,6 +24,7 @@ KERNELS = os.path.join(ROOT, "build", "kernels")
 BIO_READS, BIO_WRITES = 100, 60
 # a boot with every run takes ~15 s under TCG here; anything near this is a hang
 BOOT_TIMEOUT = 240
+RESULTS_MB = 4
 RT_SLACK = 12
 
 
@@ -34,10 +37,11 @@ def initramfs(tmp, kdir):
     shutil.copy(os.path.join(ROOT, "build", "lathist-static"), os.path.join(root, "lathist"))
     for w in ("runqwork", "biowork"):
         shutil.copy(os.path.join(ROOT, "build", "tests", f"{w}-static"), os.path.join(root, w))
-    loop = glob.glob(os.path.join(kdir, "lib", "modules", "*", "kernel", "drivers", "block",
-                                  "loop.ko"))
-    if loop:
-        shutil.copy(loop[0], os.path.join(root, "loop.ko"))
+    mods = os.path.join(kdir, "lib", "modules", "*", "kernel", "drivers")
+    # loop.ko for bio's disk; the virtio modules for the disk the results go to
+    for ko in (glob.glob(os.path.join(mods, "block", "*.ko")) +
+               glob.glob(os.path.join(mods, "virtio", "*.ko"))):
+        shutil.copy(ko, os.path.join(root, os.path.basename(ko)))
     out = os.path.join(tmp, "initrd.gz")
     subprocess.run(f"cd '{root}' && find . | cpio -o -H newc 2>/dev/null | gzip -1 > '{out}'",
                    shell=True, check=True)
@@ -59,20 +63,32 @@ def sections(console):
 
 
 def boot(kdir):
+    """Boot kdir's kernel with the init; returns ({section: text}, the results as text).
+    The init writes its results to a virtio disk (RESULTS_MB of zeros before) and the
+    section markers to the console."""
     vmlinuz = glob.glob(os.path.join(kdir, "boot", "vmlinuz-*"))[0]
     with tempfile.TemporaryDirectory() as tmp:
         rd = initramfs(tmp, kdir)
+        disk = os.path.join(tmp, "results.img")
+        with open(disk, "wb") as f:
+            f.truncate(RESULTS_MB << 20)
         try:
             p = subprocess.run(["qemu-system-x86_64", "-m", "1024", "-smp", "2", "-nographic",
-                                "-no-reboot", "-kernel", vmlinuz, "-initrd", rd, "-append",
+                                "-no-reboot", "-kernel", vmlinuz, "-initrd", rd,
+                                "-drive", f"file={disk},format=raw,if=virtio", "-append",
                                 "console=ttyS0 panic=-1 rdinit=/init quiet"],
-                               capture_output=True, timeout=BOOT_TIMEOUT)
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=BOOT_TIMEOUT)
         except subprocess.TimeoutExpired as e:
             console = (e.stdout or b"").decode(errors="replace")
             raise AssertionError(f"{os.path.basename(kdir)}: no poweroff within {BOOT_TIMEOUT} s; "
-                                 f"console tail:\n{console[-4000:]}") from None
-    out = p.stdout.decode(errors="replace")
-    return sections(out), out
+                                 f"console tail (the markers of the steps begun):\n"
+                                 f"{console[-4000:]}") from None
+        with open(disk, "rb") as f:
+            results = f.read().rstrip(b"\0").decode(errors="replace")
+    console = p.stdout.decode(errors="replace")
+    check(results, f"{os.path.basename(kdir)}: no results on the virtio disk; console:\n"
+          f"{console[-3000:]}")
+    return sections(results), results
 
 
 def check_kernel(kdir):
@@ -150,7 +166,7 @@ def check_kernel(kdir):
 
 def test_kernel_matrix():
     kdirs = sorted(d for d in glob.glob(os.path.join(KERNELS, "linux-image-*"))
-                   if os.path.exists(os.path.join(d, ".complete")))
+                   if os.path.exists(os.path.join(d, ".complete-2")))
     check(kdirs, "no kernels in build/kernels (scripts/deps.sh test unpacks them)")
     check(shutil.which("qemu-system-x86_64"), "qemu-system-x86_64 missing")
     for kdir in kdirs:
