@@ -151,17 +151,20 @@ int lh_hist_quantile_bounds(const struct lh_hist *h, unsigned int permille, uint
 	return 0;
 }
 
-/* For ranks ascending, out[j] = rank_slot(h, rank[j], below), in one pass. */
+/* For ranks ascending, out[j] = rank_slot(h, rank[j], below), in one pass over
+ * the slots up to last, h's last slot that is not empty (-1: none is): past it
+ * the cumulative count grows no more, and a rank it has not reached is never
+ * reached (rank_slot's answer for those: the last slot). */
 static void rank_slots(const struct lh_hist *h, const uint64_t *rank, size_t n, uint64_t below,
-		       int *out)
+		       int last, int *out)
 {
 	unsigned __int128 cum = below;
 	size_t j = 0;
 
-	for (uint32_t i = 0; i < h->nslots && j < n; i++) {
+	for (int i = 0; i <= last && j < n; i++) {
 		cum += h->slots[i];
 		while (j < n && cum >= rank[j])
-			out[j++] = (int)i;
+			out[j++] = i;
 	}
 	while (j < n)
 		out[j++] = (int)h->nslots - 1;
@@ -171,6 +174,7 @@ int lh_hist_quantile_slots(const struct lh_hist *h, const struct lh_percentile *
 			   uint64_t lost, int *slot, int *low, int *high)
 {
 	uint64_t rank[LH_MAX_QUANTILES] = { 0 };	/* all set below; gcc cannot tell */
+	int last = (int)h->nslots - 1;
 
 	if (!h->count || n > LH_MAX_QUANTILES)
 		return -EINVAL;
@@ -178,14 +182,16 @@ int lh_hist_quantile_slots(const struct lh_hist *h, const struct lh_percentile *
 		if (!q[i].permille || q[i].permille > 1000 ||
 		    (i && q[i].permille < q[i - 1].permille))
 			return -EINVAL;
+	while (last >= 0 && !h->slots[last])
+		last--;
 	for (size_t i = 0; i < n; i++)
 		rank[i] = quantile_rank(h->count, q[i].permille);
-	rank_slots(h, rank, n, 0, slot);
+	rank_slots(h, rank, n, 0, last, slot);
 	if (!low || !high)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		rank[i] = quantile_rank((unsigned __int128)h->count + lost, q[i].permille);
-	rank_slots(h, rank, n, lost, low);
-	rank_slots(h, rank, n, 0, high);
+	rank_slots(h, rank, n, lost, last, low);
+	rank_slots(h, rank, n, 0, last, high);
 	return 0;
 }

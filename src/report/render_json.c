@@ -443,29 +443,34 @@ static json_object *loss_json(const struct lh_report *r)
 /*
  * One bias reason for a histogram whose percentiles its L lost events could
  * move: "wakeup {pid 12}: 3 lost could move p99 (64, 128] to (64, 128] ..
- * (128, 256] us; p50, p90 cannot move". NULL when none can move. Counts the
- * movable and the total percentiles into *movable and *all.
+ * (128, 256] us; p50, p90 cannot move", in *text (malloc'd; NULL when none can
+ * move, or without memory). Counts the movable and the total percentiles into
+ * *movable and *all. text NULL: only the counts (the reasons past the first
+ * MAX_HIST_REASONS are counted, not written). Returns how many of h's
+ * percentiles its losses could move.
  */
-static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uint64_t *movable,
-			 uint64_t *all)
+static int hist_reason(const struct lh_hist *h, const struct lh_report *r, uint64_t *movable,
+		       uint64_t *all, char **text)
 {
 	struct lh_pct pct[LH_NR_PERCENTILES];
 	uint64_t lost = lh_report_percentiles(r, h, pct);
 	char *buf = NULL, a[64], b[160], still[64] = "";
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	size_t len = 0;
-	FILE *f;
+	FILE *f = NULL;
 	int n, moved = 0;
 
+	if (text)
+		*text = NULL;
 	if (!h->count)
-		return NULL;
-	if (!lost) {		/* nothing can move */
-		*all += LH_NR_PERCENTILES;
-		return NULL;
-	}
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
+		return 0;
+	*all += LH_NR_PERCENTILES;
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
+		if (lost && pct[i].low >= 0 && pct[i].low != pct[i].high)
+			moved++;
+	*movable += (uint64_t)moved;
+	if (!moved || !text || !(f = open_memstream(&buf, &len)))
+		return moved;
 	fprintf(f, "%s (", h->name);
 	n = lh_key_fields(&h->key, kv);
 	if (!n)
@@ -473,26 +478,24 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r, uin
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s%s %s", i ? ", " : "", kv[i].name, kv[i].value);
 	fprintf(f, "): %" PRIu64 " lost could move", lost);
+	moved = 0;
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-		(*all)++;
 		if (pct[i].low < 0 || pct[i].low == pct[i].high) {
 			snprintf(still + strlen(still), sizeof(still) - strlen(still), "%s%s",
 				 still[0] ? ", " : "", lh_percentiles[i].name);
 			continue;
 		}
-		(*movable)++;
 		fprintf(f, "%s %s %s to %s %s", moved++ ? ";" : "", lh_percentiles[i].name,
 			lh_slot_range(a, sizeof(a), pct[i].slot, &r->meta),
 			lh_bounds_range(b, sizeof(b), pct[i].low, pct[i].high, &r->meta), r->meta.unit);
 	}
 	if (still[0])
 		fprintf(f, "; %s cannot move", still);
-	fclose(f);
-	if (!moved) {
+	if (fclose(f))
 		free(buf);
-		return NULL;
-	}
-	return buf;
+	else
+		*text = buf;
+	return moved;
 }
 
 static json_object *bias_json(const struct lh_report *r)
@@ -510,14 +513,17 @@ static json_object *bias_json(const struct lh_report *r)
 	}
 	/* how far the losses could move each histogram's percentiles */
 	for (size_t i = 0; i < r->nhists; i++) {
-		char *why = hist_reason(&r->hists[i], r, &movable, &all);
+		char *why = NULL;
 
-		if (!why)
+		if (!hist_reason(&r->hists[i], r, &movable, &all,
+				 lines < MAX_HIST_REASONS ? &why : NULL))
 			continue;
-		if (lines++ < MAX_HIST_REASONS)
-			json_object_array_add(a, json_object_new_string(why));
-		else
+		if (lines++ < MAX_HIST_REASONS) {
+			if (why)
+				json_object_array_add(a, json_object_new_string(why));
+		} else {
 			more++;
+		}
 		free(why);
 	}
 	if (more) {

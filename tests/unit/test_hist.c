@@ -230,6 +230,18 @@ static void test_quantile_slots_match_single_scans(void **state)
 			assert_int_equal(high[i], hi);
 		}
 	}
+	/* a count with no slot behind it (no real histogram): the last slot, as a scan says */
+	memset(h.slots, 0, h.nslots * sizeof(*h.slots));
+	h.count = 5;
+	assert_int_equal(lh_hist_quantile_slots(&h, q, n, 3, slot, low, high), 0);
+	for (size_t i = 0; i < n; i++) {
+		int lo, hi;
+
+		assert_int_equal(slot[i], lh_hist_quantile_slot(&h, q[i].permille));
+		assert_int_equal(lh_hist_quantile_bounds(&h, q[i].permille, 3, &lo, &hi), 0);
+		assert_int_equal(low[i], lo);
+		assert_int_equal(high[i], hi);
+	}
 	assert_int_equal(lh_hist_quantile_slots(&h, bad, 2, 0, slot, NULL, NULL), -EINVAL);
 	assert_int_equal(lh_hist_quantile_slots(&h, zero, 1, 0, slot, NULL, NULL), -EINVAL);
 	assert_int_equal(lh_hist_quantile_slots(&h, q, LH_MAX_QUANTILES + 1, 0, slot, NULL, NULL),
