@@ -152,16 +152,17 @@ int lh_hist_quantile_bounds(const struct lh_hist *h, unsigned int permille, uint
 }
 
 /* For ranks ascending, out[j] = rank_slot(h, rank[j], below), in one pass over
- * the slots up to last, h's last slot that is not empty (-1: none is): past it
- * the cumulative count grows no more, and a rank it has not reached is never
- * reached (rank_slot's answer for those: the last slot). */
+ * the slots up to last, h's last slot that is not empty (-1: none is; slot 0
+ * is passed still, for the ranks that below reaches): past it the cumulative
+ * count grows no more, and a rank it has not reached is never reached
+ * (rank_slot's answer for those: the last slot). */
 static void rank_slots(const struct lh_hist *h, const uint64_t *rank, size_t n, uint64_t below,
 		       int last, int *out)
 {
 	unsigned __int128 cum = below;
 	size_t j = 0;
 
-	for (int i = 0; i <= last && j < n; i++) {
+	for (int i = 0; i <= (last > 0 ? last : 0) && j < n; i++) {	/* slot 0 takes below */
 		cum += h->slots[i];
 		while (j < n && cum >= rank[j])
 			out[j++] = i;
