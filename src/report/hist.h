@@ -140,6 +140,20 @@ extern const struct lh_percentile lh_percentiles[LH_NR_PERCENTILES];
 int lh_hist_quantile_slots(const struct lh_hist *h, const struct lh_percentile *q, size_t n,
 			   uint64_t lost, int *slot, int *low, int *high);
 
+/*
+ * Ask the CPU for h's slots ahead of their use (at most 1 KiB of them): a
+ * renderer going through thousands of histograms an interval otherwise waits
+ * on memory at each histogram's first slot read (their slots, ~5 MB at 13,000
+ * keys, are out of the cache again when the report is written).
+ */
+static inline void lh_hist_prefetch(const struct lh_hist *h)
+{
+	size_t bytes = h->nslots * sizeof(*h->slots);
+
+	for (size_t off = 0; off < bytes && off < 1024; off += 64)
+		__builtin_prefetch((const char *)h->slots + off);
+}
+
 /* Saturating 64-bit addition. */
 static inline uint64_t lh_add_sat(uint64_t a, uint64_t b)
 {

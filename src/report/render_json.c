@@ -515,6 +515,8 @@ static json_object *bias_json(const struct lh_report *r)
 	for (size_t i = 0; i < r->nhists; i++) {
 		char *why = NULL;
 
+		if (i + 2 < r->nhists)
+			lh_hist_prefetch(&r->hists[i + 2]);
 		if (!hist_reason(&r->hists[i], r, &movable, &all,
 				 lines < MAX_HIST_REASONS ? &why : NULL))
 			continue;
@@ -733,8 +735,11 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	put(f, "schema", json_object_new_string(LH_SCHEMA), compact, &first, 2);
 	put_meta(f, &r->meta, compact, &first);
 	open_member(f, "histograms", '[', compact, &first, 2);
-	for (size_t i = 0; i < r->nhists; i++)
+	for (size_t i = 0; i < r->nhists; i++) {
+		if (i + 2 < r->nhists)
+			lh_hist_prefetch(&r->hists[i + 2]);
 		put_hist(o, &r->hists[i], r, compact, &hfirst);
+	}
 	lh_out_flush(o);
 	free(o);
 	close_member(f, ']', compact, 2);

@@ -539,8 +539,11 @@ void lh_render_text(FILE *f, const struct lh_report *r)
 	print_header(o, &r->meta);
 	if (!r->nhists)
 		lh_out_str(o, "\n(no paired events)\n");
-	for (size_t i = 0; i < r->nhists; i++)
+	for (size_t i = 0; i < r->nhists; i++) {
+		if (i + 2 < r->nhists)
+			lh_hist_prefetch(&r->hists[i + 2]);
 		print_hist(o, &r->hists[i], r);
+	}
 	print_counters(o, r);
 	print_losses(o, r);
 	lh_out_flush(o);
