@@ -118,22 +118,37 @@ static void jw_string(struct jw *w, const char *s)
 	jw_put(w, "\"", 1);
 }
 
-/* What comes before a member (name) or an element (name NULL) of the open container
- * (inlined: the names are literals, their lengths known). */
+/* What comes before a member (name) or an element (name NULL) of the open container,
+ * written in one piece of the buffer (inlined: the names are literals, their
+ * lengths known): the separator, the indent (2 spaces a level, as jw_indent),
+ * the quoted name and its colon. */
 static inline __attribute__((always_inline)) void jw_item(struct jw *w, const char *name)
 {
+	static const char spaces[] = "                              ";
 	unsigned int bit = 1U << w->depth;
+	size_t nlen = name ? strlen(name) : 0;
+	int ind = w->compact ? 0 : 2 * (w->depth + 1) < (int)sizeof(spaces) - 1 ?
+		  2 * (w->depth + 1) : (int)sizeof(spaces) - 1;
+	char *p = lh_out_room(w->o, 2 + sizeof(spaces) + nlen + 4), *q = p;
 
-	if (w->had & bit)
-		jw_put(w, w->compact ? "," : ",\n", w->compact ? 1 : 2);
-	w->had |= bit;
-	if (!w->compact)
-		jw_indent(w, w->depth + 1);
-	if (name) {	/* member names are lathist's own: nothing to escape */
-		jw_put(w, "\"", 1);
-		jw_put(w, name, strlen(name));
-		jw_put(w, w->compact ? "\":" : "\": ", w->compact ? 2 : 3);
+	if (w->had & bit) {
+		*q++ = ',';
+		if (!w->compact)
+			*q++ = '\n';
 	}
+	w->had |= bit;
+	memcpy(q, spaces, (size_t)ind);
+	q += ind;
+	if (name) {	/* member names are lathist's own: nothing to escape */
+		*q++ = '"';
+		memcpy(q, name, nlen);
+		q += nlen;
+		*q++ = '"';
+		*q++ = ':';
+		if (!w->compact)
+			*q++ = ' ';
+	}
+	lh_out_wrote(w->o, (size_t)(q - p));
 }
 
 /* Open an object ('{') or array ('[') as a member or element. */
