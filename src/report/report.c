@@ -202,6 +202,22 @@ static bool ent_before(const struct sort_ent *x, const struct sort_ent *y,
 	return (uint32_t)x->b < (uint32_t)y->b;
 }
 
+/* ent_before as qsort_r's comparison (arg: the histograms). */
+static int ent_cmp(const void *x, const void *y, void *arg)
+{
+	const struct sort_ent *a = x, *b = y;
+
+	if ((uint32_t)a->b == (uint32_t)b->b)	/* itself: two histograms' indexes differ */
+		return 0;
+	return ent_before(a, b, arg) ? -1 : 1;
+}
+
+/* Runs of equal words up to this long are put in order by an insertion sort,
+ * longer ones by qsort_r: a run is one kind's whole set of cgroup, disk or cpu
+ * keys (pid and tid 0), and thousands of cgroups made the insertion sort
+ * quadratic. */
+#define SHORT_RUN 16
+
 /*
  * Sort v (n entries, in index order) with ent_before, through tmp (n entries);
  * returns where the sorted entries are, v or tmp. A radix sort (least
@@ -210,7 +226,8 @@ static bool ent_before(const struct sort_ent *x, const struct sort_ent *y,
  * passes without a branch to mispredict, where a comparison sort of 13,000
  * histograms an interval took 7% of the loader's time. Entries whose words
  * are the same (a cpu's, a disk's, a cgroup's keys: pid and tid 0) are then
- * put in order by the rest of their keys, each run with an insertion sort.
+ * put in order by the rest of their keys, each run with an insertion sort
+ * (SHORT_RUN or shorter) or qsort_r.
  */
 static struct sort_ent *sort_ents(struct sort_ent *v, struct sort_ent *tmp, size_t n,
 				  const struct lh_hist *h)
@@ -247,6 +264,10 @@ static struct sort_ent *sort_ents(struct sort_ent *v, struct sort_ent *tmp, size
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && v[j].a == v[i].a && v[j].b >> 32 == v[i].b >> 32; j++)
 			;
+		if (j - i > SHORT_RUN) {	/* many keys without a pid (cgroups, disks) */
+			qsort_r(v + i, j - i, sizeof(*v), ent_cmp, (void *)h);
+			continue;
+		}
 		for (size_t k = i + 1; k < j; k++) {	/* the run [i, j): by the rest of the key */
 			struct sort_ent e = v[k];
 			size_t m = k;

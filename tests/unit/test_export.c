@@ -343,6 +343,30 @@ static void test_sort_order(void **state)
 		assert_int_equal(r.hists[i].key.cgroup_id, 95 + i / 2);
 		assert_int_equal(r.hists[i].count, 5 - i / 2 + 6 * (i % 2));
 	}
+	/* many cgroup keys (pid and tid 0: one run of equal words, past the insertion
+	 * sort's runs), in a fixed shuffle, some ids twice: by id, equal ones in order */
+	lh_report_clear(&r);
+	empty_report(&r);
+	for (uint32_t i = 0; i < 6000; i++) {
+		struct lh_key k = { .fields = LH_KEY_CGROUP };
+		struct lh_hist *h;
+
+		seed = seed * 1103515245u + 12345u;
+		k.cgroup_id = 1000 + (seed >> 8) % 5000;
+		h = lh_report_add_hist(&r, i % 2 ? "preempt" : "wakeup", &k);
+		assert_non_null(h);
+		h->count = i;
+	}
+	lh_report_sort(&r);
+	for (size_t i = 1; i < r.nhists; i++) {
+		const struct lh_hist *g = &r.hists[i - 1], *h = &r.hists[i];
+
+		if (!strcmp(g->name, h->name))
+			assert_true(g->key.cgroup_id < h->key.cgroup_id ||
+				    (g->key.cgroup_id == h->key.cgroup_id && g->count < h->count));
+		else
+			assert_string_equal(g->name, "wakeup");	/* wakeup's, then preempt's */
+	}
 	/* operations in the kernel's REQ_OP order, other last, then names not known
 	 * (from a report input) by name; a disk's come together */
 	lh_report_clear(&r);
