@@ -7,22 +7,26 @@ void lh_out_printf(struct lh_out *o, const char *fmt, ...)
 {
 	size_t room = sizeof(o->b) - o->n;
 	va_list ap;
-	int n;
+	int n, m;
 
 	va_start(ap, fmt);
 	n = vsnprintf(o->b + o->n, room, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < room) {			/* it fit, with vsnprintf's NUL after it */
+	if (n >= 0 && (size_t)n < room) {	/* it fit, with vsnprintf's NUL after it */
 		o->n += (size_t)n;
 		return;
 	}
 	lh_out_flush(o);			/* cut: again after what came before */
-	va_start(ap, fmt);
-	if ((size_t)n < sizeof(o->b))
-		o->n = (size_t)vsnprintf(o->b, sizeof(o->b), fmt, ap);
-	else
-		vfprintf(o->f, fmt, ap);	/* longer than b: straight to the stream */
+	if (n >= 0 && (size_t)n < sizeof(o->b)) {
+		va_start(ap, fmt);
+		m = vsnprintf(o->b, sizeof(o->b), fmt, ap);
+		va_end(ap);
+		if (m == n) {			/* the n bytes of the first try, whole */
+			o->n = (size_t)n;
+			return;
+		}
+	}
+	va_start(ap, fmt);			/* longer than b (or failed): to the stream, */
+	vfprintf(o->f, fmt, ap);		/* whose error ferror tells */
 	va_end(ap);
 }

@@ -535,10 +535,10 @@ static json_object *bias_json(const struct lh_report *r)
 		if (!hist_reason(&r->hists[i], r, &movable, &all,
 				 lines < MAX_HIST_REASONS ? &why : NULL))
 			continue;
-		if (lines++ < MAX_HIST_REASONS) {
-			if (why)
-				json_object_array_add(a, json_object_new_string(why));
-		} else {
+		if (why) {		/* one of the first MAX_HIST_REASONS */
+			json_object_array_add(a, json_object_new_string(why));
+			lines++;
+		} else {		/* counted only (or no memory for its text) */
 			more++;
 		}
 		free(why);
