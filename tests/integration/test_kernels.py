@@ -63,9 +63,9 @@ def sections(console):
 
 
 def boot(kdir):
-    """Boot kdir's kernel with the init; returns ({section: text}, the results as text).
-    The init writes its results to a virtio disk (RESULTS_MB of zeros before) and the
-    section markers to the console."""
+    """Boot kdir's kernel with the init; returns ({section: text}, the results as text,
+    the console). The init writes its results to a virtio disk (RESULTS_MB of zeros
+    before) and the section markers to the console."""
     vmlinuz = glob.glob(os.path.join(kdir, "boot", "vmlinuz-*"))[0]
     with tempfile.TemporaryDirectory() as tmp:
         rd = initramfs(tmp, kdir)
@@ -92,16 +92,23 @@ def boot(kdir):
         with open(disk, "rb") as f:
             results = f.read().rstrip(b"\0").decode(errors="replace")
     console = p.stdout.decode(errors="replace")
+    # a guest without the virtio disk prints the results on the console after this line
+    # (its live markers come before it)
+    fallback = console.split("no /dev/vda: the results follow", 1)
+    if not results and len(fallback) == 2:
+        results = fallback[1]
     check(results, f"{os.path.basename(kdir)}: no results on the virtio disk; console:\n"
           f"{console[-3000:]}")
-    return sections(results), results
+    return sections(results), results, console
 
 
 def check_kernel(kdir):
     name = os.path.basename(kdir)
-    sec, raw = boot(kdir)
-    with open(os.path.join(ROOT, "build", f"console-{name}.txt"), "w") as f:
-        f.write(raw)	# kept for a failure's post-mortem
+    sec, raw, console = boot(kdir)
+    # kept for a failure's post-mortem: the kernel's messages are on the console only
+    for what, text in (("console", console), ("results", raw)):
+        with open(os.path.join(ROOT, "build", f"{what}-{name}.txt"), "w") as f:
+            f.write(text)
     check("end" in sec, f"{name}: the VM did not finish:\n{raw[-3000:]}")
     release = next(k for k in sec if k.startswith("kernel ")).split(" ", 1)[1]
     doc = json.loads(sec[next(k for k in sec if k.startswith("doctor rc"))])

@@ -207,13 +207,20 @@ def churn(attach):
     budgets = (LossBudget(docs[0]), LossBudget(docs[1]))
     for d in docs:
         # system-wide, the kernel's missing sched_switch events (LossBudget) cost waits,
-        # counted in the gap's classes: only where lathist saw a gap. The other classes
-        # (full maps, failed storage) are rare here: more than a few per thousand events
-        # is a fault of ours
+        # counted in the gap's classes: only where lathist saw a gap (or a start it could
+        # not keep, whose switch-in then has no start). Each unseen switch hides at most
+        # its prev's start and its next's switch-in, and the waits begun by wakeups in
+        # the unseen slice; the worst run seen here lost 45 (0.73% of 6,129 events) to
+        # 22 missed switches and 14 hidden tasks: more than 2% of the events is not the
+        # gap. The other classes (full maps, failed storage) are rare here: more than a
+        # few per thousand events is a fault of ours
         loss = d["loss"]
         gap = sum(loss[c] for c in GAP_CLASSES)
-        check(not gap or loss["missed_switch"] or loss["hidden_tasks"],
+        start_failed = sum(loss[c] for c in ("start_map_full", "start_map_enomem",
+                                              "start_map_error", "storage_failed"))
+        check(not gap or loss["missed_switch"] or loss["hidden_tasks"] or start_failed,
               f"gap losses without a gap seen: {loss}")
+        check(gap <= 0.02 * loss["events"], f"gap losses past 2% of events: {loss}")
         check(loss["lost"] - gap <= 0.005 * loss["events"], f"losses {loss}")
 
     check_short_threads(rows, per_thread, pid, budgets[0], 2000)
