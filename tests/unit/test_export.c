@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include "outbuf.h"
 #include "report.h"
 
 static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency", LH_SCOPE_EVENTS } };
@@ -264,6 +265,50 @@ static void empty_report(struct lh_report *r)
 	r->nhists = 0;
 	lh_hist_free(&r->hists[0]);
 	lh_report_index_reset(r);
+}
+
+/*
+ * The renderers' output buffer gives the bytes fprintf gives: appends that fill
+ * it exactly, cross its end, and pieces larger than it, formatted or not.
+ */
+static void test_outbuf_as_stdio(void **state)
+{
+	static struct lh_out o;
+	char *want = NULL, *got = NULL, *big = malloc(3 * LH_OUT_BYTES);
+	size_t wlen = 0, glen = 0;
+	volatile size_t huge = 2 * LH_OUT_BYTES + 7;	/* a length the compiler cannot see */
+	FILE *fw = open_memstream(&want, &wlen), *fg = open_memstream(&got, &glen);
+	(void)state;
+	assert_non_null(big);
+	for (size_t i = 0; i < 3 * LH_OUT_BYTES; i++)
+		big[i] = (char)('a' + i % 26);
+	o.f = fg;
+	o.n = 0;
+	for (size_t cut = LH_OUT_BYTES - 3; cut <= LH_OUT_BYTES + 1; cut++) {
+		lh_out_put(&o, big, cut);			/* to the buffer's end, past it */
+		fwrite(big, 1, cut, fw);
+		lh_out_printf(&o, "%d|%.*s|", (int)cut, 40, big);	/* across its end */
+		fprintf(fw, "%d|%.*s|", (int)cut, 40, big);
+		lh_out_char(&o, '\n');
+		fputc('\n', fw);
+	}
+	lh_out_printf(&o, "<%.*s>", (int)(LH_OUT_BYTES + 5), big);	/* longer than it */
+	fprintf(fw, "<%.*s>", (int)(LH_OUT_BYTES + 5), big);
+	lh_out_put(&o, big, huge);
+	fwrite(big, 1, huge, fw);
+	lh_out_str(&o, "end");
+	fputs("end", fw);
+	memcpy(lh_out_room(&o, 20), "12345", 5);
+	lh_out_wrote(&o, 5);
+	fputs("12345", fw);
+	lh_out_flush(&o);
+	assert_int_equal(fclose(fw), 0);
+	assert_int_equal(fclose(fg), 0);
+	assert_int_equal(glen, wlen);
+	assert_memory_equal(got, want, wlen);
+	free(want);
+	free(got);
+	free(big);
 }
 
 /* The place test_sort_order's kinds take: wakeup, preempt, then any other. */
@@ -669,6 +714,7 @@ int main(void)
 		cmocka_unit_test(test_ipc),
 		cmocka_unit_test(test_find_hist_index),
 		cmocka_unit_test(test_sort_order),
+		cmocka_unit_test(test_outbuf_as_stdio),
 		cmocka_unit_test(test_one_name_per_task),
 		cmocka_unit_test(test_reset_reuses_storage),
 		cmocka_unit_test(test_json_layout_is_json_c),
