@@ -103,6 +103,7 @@ static int parse_cpus(struct runq_opts *o, const char *arg)
 static int parse_tid(struct runq_opts *o, const char *arg)
 {
 	char path[64];
+	int err;
 
 	if (o->tid) {
 		lh_usage_error(TOOL, "-t given twice; give one thread (or trace all of them)");
@@ -113,7 +114,13 @@ static int parse_tid(struct runq_opts *o, const char *arg)
 		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "/proc/%u", o->tid);
-	if (access(path, F_OK) || lh_task_start_ticks(o->tid, &o->tid_ticks)) {
+	err = access(path, F_OK) ? -ENOENT : lh_task_start_ticks(o->tid, &o->tid_ticks);
+	if (err == -ESRCH) {
+		lh_usage_error(TOOL, "-t %u: has exited (a zombie, not reaped yet): nothing of it "
+			       "can run; give the TID of a running thread", o->tid);
+		return -EINVAL;
+	}
+	if (err) {
 		lh_usage_error(TOOL, "-t %u: no such thread; give the TID of a running thread",
 			       o->tid);
 		return -EINVAL;

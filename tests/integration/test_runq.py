@@ -721,8 +721,11 @@ def test_reused_pid_is_not_traced():
     z = subprocess.Popen([sys.executable, "-c", "pass"])
     time.sleep(0.5)			# exited; not waited for yet
     rc, out, err = run("runq", "-p", str(z.pid), "-d", "0.2")
+    rct, _, errt = run("runq", "-t", str(z.pid), "-d", "0.2")	# the thread: the same
     z.wait()
     check(rc == 2 and "has exited (a zombie" in err, f"zombie: rc {rc}, {err!r}")
+    check(rct == 2 and "-t %d: has exited (a zombie" % z.pid in errt,
+          f"zombie -t: rc {rct}, {errt!r}")
 
 
 def test_cpus_said_as_meant():
