@@ -74,10 +74,10 @@ def boot(kdir):
             f.truncate(RESULTS_MB << 20)
         try:
             # one TCG thread for both vCPUs. With a thread each (MTTCG) 3 of about 180 raw_tp runs
-            # hung the 6.1-rt guest, at the start or end of a run, where the kernel
-            # patches the tracepoints' sites through int3: a vCPU looped at the int3 entry
-            # (asm_exc_int3) inside __schedule with its runqueue lock held, and the other spun
-            # on that lock. 350 raw_tp runs in a row on one thread did not hang.
+            # hung the 6.1-rt guest (the generic one at the 112th of a loop), at the start or
+            # end of a run, where the kernel patches the tracepoints' sites through int3: a
+            # vCPU stuck at the int3 entry inside __schedule with its runqueue lock held, and
+            # the other spinning on that lock. 350 raw_tp runs in a row on one thread did not.
             p = subprocess.run(["qemu-system-x86_64", "-accel", "tcg,thread=single", "-m", "1024",
                                 "-smp", "2", "-nographic",
                                 "-no-reboot", "-kernel", vmlinuz, "-initrd", rd,
