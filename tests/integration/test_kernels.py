@@ -77,8 +77,8 @@ def boot(kdir):
             # hung the 6.1-rt guest (the generic one at the 112th of a loop), at the start or
             # end of a run, where the kernel patches the tracepoints' sites through int3: a
             # vCPU stuck at the int3 entry inside __schedule with its runqueue lock held, and
-            # the other spinning on that lock. On one thread 350 raw_tp runs in a row did not hang on
-            # 6.1-rt, nor 200 on the generic kernel.
+            # the other spinning on that lock. On one thread, 350 raw_tp runs in a row did not
+            # hang on 6.1-rt, nor 200 on the generic kernel.
             p = subprocess.run(["qemu-system-x86_64", "-accel", "tcg,thread=single", "-m", "1024",
                                 "-smp", "2", "-nographic",
                                 "-no-reboot", "-kernel", vmlinuz, "-initrd", rd,
