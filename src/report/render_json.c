@@ -71,12 +71,18 @@ static inline __attribute__((always_inline)) void jw_put(struct jw *w, const cha
 }
 
 /* 2 spaces a level (histograms go 6 levels deep, the writer at most 15). */
+static const char jw_spaces[] = "                              ";
+
+/* The indent of level, in bytes of jw_spaces. */
+static inline size_t jw_indent_len(int level)
+{
+	return (size_t)(2 * level < (int)sizeof(jw_spaces) - 1 ? 2 * level :
+			(int)sizeof(jw_spaces) - 1);
+}
+
 static void jw_indent(struct jw *w, int level)
 {
-	static const char spaces[] = "                              ";
-
-	jw_put(w, spaces, (size_t)(2 * level < (int)sizeof(spaces) - 1 ? 2 * level :
-				   (int)sizeof(spaces) - 1));
+	jw_put(w, jw_spaces, jw_indent_len(level));
 }
 
 /* A string as json-c escapes it: '"', '\\' and the control characters; '/' kept. */
@@ -124,12 +130,9 @@ static void jw_string(struct jw *w, const char *s)
  * the quoted name and its colon. */
 static inline __attribute__((always_inline)) void jw_item(struct jw *w, const char *name)
 {
-	static const char spaces[] = "                              ";
 	unsigned int bit = 1U << w->depth;
-	size_t nlen = name ? strlen(name) : 0;
-	int ind = w->compact ? 0 : 2 * (w->depth + 1) < (int)sizeof(spaces) - 1 ?
-		  2 * (w->depth + 1) : (int)sizeof(spaces) - 1;
-	char *p = lh_out_room(w->o, 2 + sizeof(spaces) + nlen + 4), *q = p;
+	size_t nlen = name ? strlen(name) : 0, ind = w->compact ? 0 : jw_indent_len(w->depth + 1);
+	char *p = lh_out_room(w->o, 2 + sizeof(jw_spaces) + nlen + 4), *q = p;
 
 	if (w->had & bit) {
 		*q++ = ',';
@@ -137,7 +140,7 @@ static inline __attribute__((always_inline)) void jw_item(struct jw *w, const ch
 			*q++ = '\n';
 	}
 	w->had |= bit;
-	memcpy(q, spaces, (size_t)ind);
+	memcpy(q, jw_spaces, ind);
 	q += ind;
 	if (name) {	/* member names are lathist's own: nothing to escape */
 		*q++ = '"';
@@ -530,8 +533,7 @@ static json_object *bias_json(const struct lh_report *r)
 	for (size_t i = 0; i < r->nhists; i++) {
 		char *why = NULL;
 
-		if (i + 2 < r->nhists)
-			lh_hist_prefetch(&r->hists[i + 2]);
+		lh_report_prefetch_after(r, i);
 		if (!hist_reason(&r->hists[i], r, &movable, &all,
 				 lines < MAX_HIST_REASONS ? &why : NULL))
 			continue;
@@ -751,8 +753,7 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	put_meta(f, &r->meta, compact, &first);
 	open_member(f, "histograms", '[', compact, &first, 2);
 	for (size_t i = 0; i < r->nhists; i++) {
-		if (i + 2 < r->nhists)
-			lh_hist_prefetch(&r->hists[i + 2]);
+		lh_report_prefetch_after(r, i);
 		put_hist(o, &r->hists[i], r, compact, &hfirst);
 	}
 	lh_out_flush(o);
