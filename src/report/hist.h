@@ -141,17 +141,28 @@ int lh_hist_quantile_slots(const struct lh_hist *h, const struct lh_percentile *
 			   uint64_t lost, int *slot, int *low, int *high);
 
 /*
- * Ask the CPU for h's slots ahead of their use (at most 1 KiB of them): a
+ * Ask the CPU for nslots slots (h's, for lh_hist_prefetch) ahead of their use
+ * (at most 1 KiB of them; write: to be written): a
  * renderer going through thousands of histograms an interval otherwise waits
  * on memory at each histogram's first slot read (their slots, ~5 MB at 13,000
  * keys, are out of the cache again when the report is written).
  */
+static inline __attribute__((always_inline)) void lh_slots_prefetch(const uint64_t *slots,
+								     uint32_t nslots, bool write)
+{
+	size_t bytes = nslots * sizeof(*slots);
+
+	for (size_t off = 0; off < bytes && off < 1024; off += 64) {
+		if (write)	/* a constant once inlined: __builtin_prefetch wants one */
+			__builtin_prefetch((const char *)slots + off, 1);
+		else
+			__builtin_prefetch((const char *)slots + off, 0);
+	}
+}
+
 static inline void lh_hist_prefetch(const struct lh_hist *h)
 {
-	size_t bytes = h->nslots * sizeof(*h->slots);
-
-	for (size_t off = 0; off < bytes && off < 1024; off += 64)
-		__builtin_prefetch((const char *)h->slots + off);
+	lh_slots_prefetch(h->slots, h->nslots, false);
 }
 
 /* Saturating 64-bit addition. */

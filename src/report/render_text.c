@@ -540,8 +540,7 @@ void lh_render_text(FILE *f, const struct lh_report *r)
 	if (!r->nhists)
 		lh_out_str(o, "\n(no paired events)\n");
 	for (size_t i = 0; i < r->nhists; i++) {
-		if (i + 2 < r->nhists)
-			lh_hist_prefetch(&r->hists[i + 2]);
+		lh_report_prefetch_after(r, i);
 		print_hist(o, &r->hists[i], r);
 	}
 	print_counters(o, r);

@@ -81,8 +81,7 @@ struct lh_hist *lh_report_add_hist(struct lh_report *r, const char *name, const 
 	if (r->nhists + 2 < r->cap)
 		__builtin_prefetch(&r->hists[r->nhists + 2], 1);
 	if (r->nspare > 2)
-		for (size_t off = 0; off < r->spare_nslots * sizeof(uint64_t) && off < 1024; off += 64)
-			__builtin_prefetch((char *)r->spare[r->nspare - 3] + off, 1);
+		lh_slots_prefetch(r->spare[r->nspare - 3], r->spare_nslots, true);
 	if (r->nspare && r->spare_nslots == lh_nslots(&r->meta.scheme))
 		lh_hist_init_with(h, name, key, &r->meta.scheme, r->spare[--r->nspare]);
 	else if (lh_hist_init(h, name, key, &r->meta.scheme))

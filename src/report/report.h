@@ -333,6 +333,14 @@ const char *lh_context_str(const struct lh_meta *m, const char *field);
 void lh_render_diff(FILE *f, const struct lh_report *a, const char *pa, struct lh_report *b,
 		    const char *pb);
 
+/* Prefetch the slots of r's histogram two after i, for a renderer that goes
+ * through them in order (lh_hist_prefetch). */
+static inline void lh_report_prefetch_after(const struct lh_report *r, size_t i)
+{
+	if (i + 2 < r->nhists)
+		lh_hist_prefetch(&r->hists[i + 2]);
+}
+
 /* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
 void lh_render_text(FILE *f, const struct lh_report *r);
 
