@@ -102,7 +102,6 @@ static int parse_cpus(struct runq_opts *o, const char *arg)
 
 static int parse_tid(struct runq_opts *o, const char *arg)
 {
-	char path[64];
 	int err;
 
 	if (o->tid) {
@@ -113,8 +112,7 @@ static int parse_tid(struct runq_opts *o, const char *arg)
 		lh_usage_error(TOOL, "-t '%s': not a thread id; give a positive number", arg);
 		return -EINVAL;
 	}
-	snprintf(path, sizeof(path), "/proc/%u", o->tid);
-	err = access(path, F_OK) ? -ENOENT : lh_task_start_ticks(o->tid, &o->tid_ticks);
+	err = lh_task_start_ticks(o->tid, &o->tid_ticks);	/* /proc/TID/stat: threads too */
 	if (err == -ESRCH) {
 		lh_usage_error(TOOL, "-t %u: has exited (a zombie, not reaped yet): nothing of it "
 			       "can run; give the TID of a running thread", o->tid);
