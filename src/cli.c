@@ -237,7 +237,7 @@ static int opt_pid(struct lh_common_opts *o, const char *arg, const char *tool)
 			       o->pid);
 		return -EINVAL;
 	}
-	if ((uint32_t)tgid == o->pid && lh_task_start_ticks(o->pid, &o->pid_ticks) == -ESRCH) {
+	if ((uint32_t)tgid == o->pid && lh_process_start_ticks(o->pid, &o->pid_ticks) == -ESRCH) {
 		lh_usage_error(tool, "-p %u: has exited (a zombie, not reaped yet): nothing of it "
 			       "can run; give the PID of a running process", o->pid);
 		return -EINVAL;

@@ -175,7 +175,7 @@ static bool may_return(const struct lh_key *k)
 	if (k->fields & LH_KEY_TID)
 		return lh_task_alive(k->tid, k->birth_ns);
 	if (k->fields & LH_KEY_PID)
-		return lh_task_alive(k->pid, k->birth_ns);
+		return lh_process_alive(k->pid, k->birth_ns);
 	return true;		/* CPUs, disks, operations: few, and they stay */
 }
 

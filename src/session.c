@@ -448,7 +448,8 @@ static void watch_exit(struct lh_session *s, uint64_t now, uint64_t start, uint6
 
 	if (!c->watch_tid || s->report.meta.filter_exit_realtime_ns)
 		return;
-	if (!lh_task_start_ticks(c->watch_tid, &ticks) && ticks == c->watch_ticks)
+	if (!(c->watch_thread ? lh_task_start_ticks : lh_process_start_ticks)(c->watch_tid, &ticks) &&
+	    ticks == c->watch_ticks)
 		return;
 	s->report.meta.filter_exit_realtime_ns = real + (now - start);
 	s->cum.meta.filter_exit_realtime_ns = s->report.meta.filter_exit_realtime_ns;

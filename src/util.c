@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -382,18 +383,58 @@ int lh_task_start_ticks(uint32_t tid, uint64_t *ticks)
 	return state == 'Z' || state == 'X' || state == 'x' ? -ESRCH : 0;
 }
 
-bool lh_task_alive(uint32_t tid, uint64_t start_mono_ns)
+int lh_process_start_ticks(uint32_t pid, uint64_t *ticks)
 {
-	uint64_t ticks, tick = lh_tick_ns(), want;
+	int err = lh_task_start_ticks(pid, ticks);
+	struct dirent *e;
+	char path[64];
+	uint64_t t;
+	DIR *d;
+
+	if (err != -ESRCH)
+		return err;
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	if (!(d = opendir(path)))
+		return err;
+	while (err && (e = readdir(d))) {
+		uint32_t tid;
+
+		if (!lh_parse_u32(e->d_name, 1, UINT32_MAX, &tid) && tid != pid &&
+		    !lh_task_start_ticks(tid, &t))
+			err = 0;	/* another thread runs on: so does the process */
+	}
+	closedir(d);
+	return err;
+}
+
+/* Does a start time of ticks (boot-based clock ticks, /proc) name the task that
+ * started at start_mono_ns? */
+static bool same_start(uint64_t ticks, uint64_t start_mono_ns)
+{
+	uint64_t tick = lh_tick_ns(), want;
 	struct timespec b, m;
 
-	if (!tid || lh_task_start_ticks(tid, &ticks) || !tick)
+	if (!tick)
 		return false;
 	clock_gettime(CLOCK_BOOTTIME, &b);
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	want = (start_mono_ns + (uint64_t)(b.tv_sec - m.tv_sec) * 1000000000ULL +
 		(uint64_t)(b.tv_nsec - m.tv_nsec)) / tick;
 	return ticks + 2 >= want && want + 2 >= ticks;
+}
+
+bool lh_task_alive(uint32_t tid, uint64_t start_mono_ns)
+{
+	uint64_t ticks;
+
+	return tid && !lh_task_start_ticks(tid, &ticks) && same_start(ticks, start_mono_ns);
+}
+
+bool lh_process_alive(uint32_t pid, uint64_t start_mono_ns)
+{
+	uint64_t ticks;
+
+	return pid && !lh_process_start_ticks(pid, &ticks) && same_start(ticks, start_mono_ns);
 }
 
 uint64_t lh_tick_ns(void)

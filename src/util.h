@@ -83,6 +83,11 @@ int lh_write_atomic_with(const char *path, int (*fill)(int fd, void *ctx), void 
  */
 int lh_task_start_ticks(uint32_t tid, uint64_t *ticks);
 
+/* The same for process pid (its main thread's start): a main thread that has
+ * exited (pthread_exit: a zombie leader) while another thread of the process
+ * runs on is a process still running (0), not -ESRCH. */
+int lh_process_start_ticks(uint32_t pid, uint64_t *ticks);
+
 /* Nanoseconds per /proc clock tick (NSEC_PER_SEC / sysconf(_SC_CLK_TCK)). */
 uint64_t lh_tick_ns(void);
 
@@ -98,6 +103,9 @@ int64_t lh_timens_boottime_ns(void);
  * make a live task look gone).
  */
 bool lh_task_alive(uint32_t tid, uint64_t start_mono_ns);
+
+/* The same for process pid (lh_process_start_ticks). */
+bool lh_process_alive(uint32_t pid, uint64_t start_mono_ns);
 
 /* A new run id in out: 32 lowercase hex digits of 16 random bytes (getrandom;
  * the realtime clock and pid if that fails) and a NUL. */

@@ -728,6 +728,50 @@ def test_reused_pid_is_not_traced():
           f"zombie -t: rc {rct}, {errt!r}")
 
 
+def test_process_whose_main_thread_exited():
+    """-p of a process whose main thread has exited (pthread_exit: a zombie leader) while
+    another thread runs on: traced, and not said to have exited (it had been refused as a
+    zombie, and said to exit when its leader did). Its waits: at most what the running
+    thread's schedstat counts over the run, and some."""
+    code = ("import ctypes, threading, time\n"
+            "def work():\n"
+            "    end = time.time() + 6\n"
+            "    while time.time() < end:\n"
+            "        time.sleep(0.002)\n"
+            "threading.Thread(target=work).start()\n"
+            "print('ready', flush=True)\n"
+            "ctypes.CDLL(None).pthread_exit(None)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline().startswith("ready"), "the workload did not start")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with open(f"/proc/{p.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.05)
+        else:
+            check(False, "the main thread did not exit")
+        worker = next(int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid)
+
+        def pcount():
+            with open(f"/proc/{p.pid}/task/{worker}/schedstat") as f:
+                return int(f.read().split()[2])
+        before = pcount()
+        rc, out, err = run("runq", "-p", str(p.pid), "-d", "1", "-f", "json")
+        after = pcount()
+    finally:
+        p.kill()
+        p.wait()
+    check(rc == 0, f"rc {rc}: {err!r}")
+    doc = json.loads(out)
+    waits = sum(h["count"] for h in doc["histograms"])
+    check("exited" not in err and doc["meta"]["filter_exit_realtime_ns"] is None,
+          f"said to have exited: {err!r}, {doc['meta']['filter_exit_realtime_ns']}")
+    check(0 < waits <= after - before, f"{waits} waits; the thread's schedstat counts "
+          f"{after - before} over the run")
+
+
 def test_cpus_said_as_meant():
     """--cpus is reported as the CPUs it selects, not as typed (before: '1,0,0' echoed)."""
     rc, out, err = run("runq", "-d", "0.2", "--cpus", "1,0,0-1,0", "-f", "json")
