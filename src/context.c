@@ -534,16 +534,19 @@ void lh_context_add_disks(void *ctx, const char *only)
 	json_object_object_add(ctx, "disks", arr);
 }
 
-void lh_usage_sample(struct lh_usage *u)
+void lh_usage_sample(struct lh_usage *u, uint64_t mono_ns)
 {
 	unsigned long long v[8] = { 0 };
-	long hz = sysconf(_SC_CLK_TCK);
+	long hz = sysconf(_SC_CLK_TCK), cpus;
 	char line[512];
 	FILE *f;
 
 	memset(u, 0, sizeof(*u));
-	if (hz <= 0)
+	u->mono_ns = mono_ns;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (hz <= 0 || cpus <= 0)
 		return;
+	u->cpus = (unsigned long)cpus;
 	f = fopen("/proc/stat", "re");
 	if (!f)
 		return;
@@ -556,8 +559,6 @@ void lh_usage_sample(struct lh_usage *u)
 		return;
 	}
 	fclose(f);
-	for (int i = 0; i < 8; i++)
-		u->total_ns += v[i] * (1000000000ULL / (unsigned long long)hz);
 	u->steal_ns = v[7] * (1000000000ULL / (unsigned long long)hz);
 	f = fopen("/proc/loadavg", "re");
 	if (!f)
@@ -569,11 +570,13 @@ void lh_usage_sample(struct lh_usage *u)
 void lh_load_between(struct lh_load *l, const struct lh_usage *a, const struct lh_usage *b)
 {
 	memset(l, 0, sizeof(*l));
-	if (!a->ok || !b->ok || b->total_ns < a->total_ns || b->steal_ns < a->steal_ns)
+	if (!a->ok || !b->ok || b->mono_ns < a->mono_ns || b->steal_ns < a->steal_ns)
 		return;
 	l->known = true;
+	l->cpu_ns = (b->mono_ns - a->mono_ns) * b->cpus;
 	l->steal_ns = b->steal_ns - a->steal_ns;
-	l->cpu_ns = b->total_ns - a->total_ns;
+	if (l->steal_ns > l->cpu_ns)	/* ticks of 10 ms against a shorter aggregate */
+		l->steal_ns = l->cpu_ns;
 	l->loadavg_start = a->loadavg;
 	l->loadavg_end = b->loadavg;
 	l->loadavg_max = a->loadavg > b->loadavg ? a->loadavg : b->loadavg;

@@ -506,7 +506,7 @@ int lh_session_run(struct lh_session *s)
 	uint32_t index = 0;
 	int err, write_err = 0;
 
-	lh_usage_sample(&u0);
+	lh_usage_sample(&u0, start);
 	prev = u0;
 	wake_open(s);
 
@@ -533,6 +533,7 @@ int lh_session_run(struct lh_session *s)
 				return read_failed(s, err);
 			continue;
 		}
+		lh_usage_sample(&un, now);	/* the aggregate's end, not after collect() */
 		lh_report_reset(&s->report);	/* its storage is the next interval's */
 		err = collect(s, last);
 		if (!err)
@@ -544,7 +545,6 @@ int lh_session_run(struct lh_session *s)
 		s->report.meta.start_realtime_ns = real + (begin - start);
 		s->report.meta.duration_ns = now - begin;
 		s->report.meta.interval_index = c->interval_ns ? ++index : 0;
-		lh_usage_sample(&un);
 		lh_load_between(&s->report.meta.load, &prev, &un);
 		prev = un;
 		/* a failed write is reported and tracing goes on; any makes the exit 1 */

@@ -88,7 +88,7 @@ struct lh_pmu_meta {
 struct lh_load {
 	bool known;			/* both samples read (false: null in JSON) */
 	uint64_t steal_ns;		/* stolen, summed over CPUs (USER_HZ resolution) */
-	uint64_t cpu_ns;		/* all CPU time over it (user..steal), summed over CPUs */
+	uint64_t cpu_ns;		/* online CPUs x its wall time (context.h lh_load_between) */
 	bool ends;			/* loadavg_start/_end are this aggregate's (not a merge) */
 	double loadavg_start, loadavg_end;	/* 1-minute load average at its ends */
 	double loadavg_max;		/* the larger; in a merge the largest of the inputs' */

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 
-from lh import LATHIST, ROOT, LoopDevice, Lathist, check, run
+from lh import LATHIST, ROOT, LoopDevice, Lathist, Workload, check, run
 
 USER_HZ_NS = 10**9 // os.sysconf("SC_CLK_TCK")
 
@@ -168,10 +168,27 @@ def test_context_fields_match_proc_and_sys():
           f"{ctx['cmdline']}", flush=True)
 
 
+def load_checks(docs, before, after):
+    """Each interval's cpu_ns is online CPUs x its duration, to the nanosecond (one
+    interval's end is the next's start); steal_ns is at most cpu_ns and, summed, at most
+    what /proc/stat counted around the whole run. Returns the steal summed."""
+    ncpus = os.cpu_count()
+    steal = 0
+    for d in docs:
+        ld, dur = d["meta"]["load"], d["meta"]["duration_ns"]
+        check(ld["cpu_ns"] == ncpus * dur,
+              f"interval {d['meta']['interval_index']}: cpu_ns {ld['cpu_ns']} vs {ncpus} CPUs x "
+              f"{dur} ns")
+        check(ld["steal_ns"] <= ld["cpu_ns"], f"{ld}")
+        check(ld["loadavg_1m_max"] == max(ld["loadavg_1m_start"], ld["loadavg_1m_end"]), f"{ld}")
+        steal += ld["steal_ns"]
+    check(steal <= after[0] - before[0], f"steal {steal} > /proc/stat's {after[0] - before[0]}")
+    return steal
+
+
 def test_load_per_interval_adds_up():
-    """Each interval's cpu_ns is the CPUs' time over it by the kernel's accounting
-    (online CPUs x duration, to two USER_HZ ticks per CPU at each end); steal_ns is at most
-    what /proc/stat counted around the whole run; one interval's end is the next's start."""
+    """Per interval: cpu_ns, steal_ns and the load average (load_checks); one interval's
+    load average at its end is the next's at its start."""
     before = proc_stat()
     loads = [read("/proc/loadavg").split()[0]]
     tool = Lathist("runq", "-i", "1", "-d", "3", "-f", "json").start()
@@ -181,25 +198,34 @@ def test_load_per_interval_adds_up():
     check(rc == 0, err)
     docs = [json.loads(l) for l in out.splitlines() if l.strip()]
     check(len(docs) == 3, f"{len(docs)} intervals")
-    ncpus = os.cpu_count()
-    steal = 0
-    for d in docs:
-        ld, dur = d["meta"]["load"], d["meta"]["duration_ns"]
-        slack = 4 * ncpus * USER_HZ_NS
-        check(abs(ld["cpu_ns"] - ncpus * dur) <= slack,
-              f"interval {d['meta']['interval_index']}: cpu_ns {ld['cpu_ns']} vs {ncpus} CPUs x "
-              f"{dur} ns (slack {slack})")
-        check(ld["steal_ns"] <= ld["cpu_ns"], f"{ld}")
-        check(ld["loadavg_1m_max"] == max(ld["loadavg_1m_start"], ld["loadavg_1m_end"]), f"{ld}")
-        steal += ld["steal_ns"]
+    load_checks(docs, before, after)
     for a, b in zip(docs, docs[1:]):
         check(a["meta"]["load"]["loadavg_1m_end"] == b["meta"]["load"]["loadavg_1m_start"],
               f"{a['meta']['load']} then {b['meta']['load']}")
-    check(steal <= after[0] - before[0], f"steal {steal} > /proc/stat's {after[0] - before[0]}")
     # the kernel updates the load average every 5 s: lathist's first sample, taken once
     # it said Tracing, is the one read here just before it started or just after
     check(f'{docs[0]["meta"]["load"]["loadavg_1m_start"]:.2f}' in loads,
           f"{docs[0]['meta']['load']} vs /proc/loadavg {loads}")
+
+
+def test_load_beside_many_short_wakeups():
+    """Beside 3,000 threads each woken every 100 ms (and --per-thread, whose reads take
+    time after each interval ends) cpu_ns is still CPUs x duration: it was the sum of
+    /proc/stat's modes, which the kernel samples at ticks, and read after the interval's
+    histograms: 0.89x and 1.32x of CPUs x duration here."""
+    w = Workload("crowd", 3000, 100)
+    w.start()
+    try:
+        before = proc_stat()
+        rc, out, err = run("runq", "--per-thread", "-i", "1", "-d", "3", "-f", "json")
+        after = proc_stat()
+    finally:
+        w.go()
+        w.wait()
+    check(rc == 0, err)
+    docs = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check(len(docs) == 3, f"{len(docs)} intervals")
+    load_checks(docs, before, after)
 
 
 def test_bio_disk_queue_settings():
