@@ -160,7 +160,9 @@ static inline __attribute__((always_inline)) void lh_slots_prefetch(const uint64
 	}
 }
 
-static inline void lh_hist_prefetch(const struct lh_hist *h)
+/* always_inline, like lh_slots_prefetch: GCC takes a function that only
+ * prefetches for a const one and drops a call to it (it did in the renderers) */
+static __always_inline void lh_hist_prefetch(const struct lh_hist *h)
 {
 	lh_slots_prefetch(h->slots, h->nslots, false);
 }

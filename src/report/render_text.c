@@ -67,7 +67,10 @@ static void print_row(struct lh_out *o, uint64_t lo, uint64_t hi, uint64_t val, 
 	static const char bar[2 * STARS + 1] = "****************************************"
 					       "                                        ";
 	char *row = lh_out_room(o, 3 * 20 + 16 + STARS), *p = row;
-	int n = max ? (int)((long double)val * STARS / max) : 0;
+	/* floor(val * STARS / max) in integers while val * STARS fits (the x87 long
+	 * double conversion of every row was ~1% of a run with 13,000 keys) */
+	int n = !max ? 0 : val <= UINT64_MAX / STARS ? (int)(val * STARS / max) :
+		(int)((long double)val * STARS / max);
 
 	if (val && !n)
 		n = 1;

@@ -335,7 +335,7 @@ void lh_render_diff(FILE *f, const struct lh_report *a, const char *pa, struct l
 
 /* Prefetch the slots of r's histogram two after i, for a renderer that goes
  * through them in order (lh_hist_prefetch). */
-static inline void lh_report_prefetch_after(const struct lh_report *r, size_t i)
+static __always_inline void lh_report_prefetch_after(const struct lh_report *r, size_t i)
 {
 	if (i + 2 < r->nhists)
 		lh_hist_prefetch(&r->hists[i + 2]);
