@@ -251,6 +251,50 @@ static void jw_key(struct jw *w, const struct lh_key *k)
 	jw_close(w, '}');
 }
 
+/* At most this many histograms get a reason line of their own in bias.reasons. */
+#define MAX_HIST_REASONS 8
+
+/*
+ * How far each histogram's losses could move its percentiles, tallied while
+ * the histograms are written (their percentiles are computed once): movable
+ * of all percentiles, and which histograms (by index) have any movable, the
+ * first MAX_HIST_REASONS of them by index and the rest counted in more.
+ */
+struct bias_tally {
+	uint64_t movable, all;
+	size_t reasons[MAX_HIST_REASONS], nreasons, more;
+};
+
+/* How many of h's percentiles its lost events could move (pct and lost from
+ * lh_report_percentiles); 0 for an empty histogram. */
+static int pcts_movable(const struct lh_hist *h, uint64_t lost, const struct lh_pct *pct)
+{
+	int moved = 0;
+
+	if (!h->count || !lost)
+		return 0;
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
+		if (pct[i].low >= 0 && pct[i].low != pct[i].high)
+			moved++;
+	return moved;
+}
+
+static void tally_hist(struct bias_tally *t, size_t idx, const struct lh_hist *h, uint64_t lost,
+		       const struct lh_pct *pct)
+{
+	int moved = pcts_movable(h, lost, pct);
+
+	if (h->count)
+		t->all += LH_NR_PERCENTILES;
+	t->movable += (uint64_t)moved;
+	if (!moved)
+		return;
+	if (t->nreasons < MAX_HIST_REASONS)
+		t->reasons[t->nreasons++] = idx;
+	else
+		t->more++;
+}
+
 /*
  * One histogram as an element of the document's histograms array (level 1),
  * after put()'s separator: name, key, counts, the events lost that could have
@@ -258,13 +302,15 @@ static void jw_key(struct jw *w, const struct lh_key *k)
  * bounds, the non-empty slots.
  */
 static void put_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
-		     bool compact, bool *first)
+		     bool compact, bool *first, struct bias_tally *t)
 {
 	const struct lh_meta *m = &r->meta;
 	struct lh_pct pct[LH_NR_PERCENTILES];
 	uint64_t u = m->scheme.unit_ns, lost = lh_report_percentiles(r, h, pct);
 	uint32_t p = m->scheme.precision;
 	struct jw w = { .o = o, .compact = compact, .depth = 1, .had = *first ? 0 : 2 };
+
+	tally_hist(t, (size_t)(h - r->hists), h, lost, pct);
 
 	if (*first && !compact)		/* put()'s newline before the first element */
 		jw_put(&w, "\n", 1);
@@ -455,40 +501,23 @@ static json_object *loss_json(const struct lh_report *r)
 	return o;
 }
 
-/* At most this many histograms get a reason line of their own in bias.reasons. */
-#define MAX_HIST_REASONS 8
-
 /*
- * One bias reason for a histogram whose percentiles its L lost events could
- * move: "wakeup {pid 12}: 3 lost could move p99 (64, 128] to (64, 128] ..
- * (128, 256] us; p50, p90 cannot move", in *text (malloc'd; NULL when none can
- * move, or without memory). Counts the movable and the total percentiles into
- * *movable and *all. text NULL: only the counts (the reasons past the first
- * MAX_HIST_REASONS are counted, not written). Returns how many of h's
- * percentiles its losses could move.
+ * The bias reason of a histogram whose percentiles its L lost events could
+ * move: "wakeup (pid 12): 3 lost could move p99 (64, 128] to (64, 128] ..
+ * (128, 256] us; p50, p90 cannot move"; malloc'd, NULL without memory.
  */
-static int hist_reason(const struct lh_hist *h, const struct lh_report *r, uint64_t *movable,
-		       uint64_t *all, char **text)
+static char *hist_reason(const struct lh_hist *h, const struct lh_report *r)
 {
 	struct lh_pct pct[LH_NR_PERCENTILES];
 	uint64_t lost = lh_report_percentiles(r, h, pct);
 	char *buf = NULL, a[64], b[160], still[64] = "";
 	struct lh_kv kv[LH_MAX_KEY_FIELDS];
 	size_t len = 0;
-	FILE *f = NULL;
+	FILE *f = open_memstream(&buf, &len);
 	int n, moved = 0;
 
-	if (text)
-		*text = NULL;
-	if (!h->count)
-		return 0;
-	*all += LH_NR_PERCENTILES;
-	for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
-		if (lost && pct[i].low >= 0 && pct[i].low != pct[i].high)
-			moved++;
-	*movable += (uint64_t)moved;
-	if (!moved || !text || !(f = open_memstream(&buf, &len)))
-		return moved;
+	if (!f)
+		return NULL;
 	fprintf(f, "%s (", h->name);
 	n = lh_key_fields(&h->key, kv);
 	if (!n)
@@ -496,7 +525,6 @@ static int hist_reason(const struct lh_hist *h, const struct lh_report *r, uint6
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s%s %s", i ? ", " : "", kv[i].name, kv[i].value);
 	fprintf(f, "): %" PRIu64 " lost could move", lost);
-	moved = 0;
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		if (pct[i].low < 0 || pct[i].low == pct[i].high) {
 			snprintf(still + strlen(still), sizeof(still) - strlen(still), "%s%s",
@@ -509,40 +537,35 @@ static int hist_reason(const struct lh_hist *h, const struct lh_report *r, uint6
 	}
 	if (still[0])
 		fprintf(f, "; %s cannot move", still);
-	if (fclose(f))
+	if (fclose(f)) {
 		free(buf);
-	else
-		*text = buf;
-	return moved;
+		return NULL;
+	}
+	return buf;
 }
 
-static json_object *bias_json(const struct lh_report *r)
+/* The document's bias: the loss classes that may bias it, then how far the
+ * losses could move the histograms' percentiles (t: tallied by put_hist). */
+static json_object *bias_json(const struct lh_report *r, const struct bias_tally *t)
 {
 	const uint64_t *v = r->counters;
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 	json_object *pct = json_object_new_object();
 	char *reasons[LH_NR_COUNTERS];
-	size_t n = lh_bias_reasons(v, r->meta.features, reasons, LH_NR_COUNTERS), lines = 0, more = 0;
-	uint64_t movable = 0, all = 0;
+	size_t n = lh_bias_reasons(v, r->meta.features, reasons, LH_NR_COUNTERS), more = t->more;
+	uint64_t movable = t->movable, all = t->all;
 
 	for (size_t i = 0; i < n; i++) {
 		json_object_array_add(a, json_object_new_string(reasons[i]));
 		free(reasons[i]);
 	}
-	/* how far the losses could move each histogram's percentiles */
-	for (size_t i = 0; i < r->nhists; i++) {
-		char *why = NULL;
+	for (size_t i = 0; i < t->nreasons; i++) {
+		char *why = hist_reason(&r->hists[t->reasons[i]], r);
 
-		lh_report_prefetch_after(r, i);
-		if (!hist_reason(&r->hists[i], r, &movable, &all,
-				 lines < MAX_HIST_REASONS ? &why : NULL))
-			continue;
-		if (why) {		/* one of the first MAX_HIST_REASONS */
+		if (why)
 			json_object_array_add(a, json_object_new_string(why));
-			lines++;
-		} else {		/* counted only (or no memory for its text) */
+		else		/* no memory for its text: counted */
 			more++;
-		}
 		free(why);
 	}
 	if (more) {
@@ -739,6 +762,7 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 {
 	json_object *rest = json_object_new_object();
 	bool first = true, hfirst = true;
+	struct bias_tally tally = { 0 };
 	struct lh_out *o = malloc(sizeof(*o));	/* 64 KiB */
 
 	if (!rest || !o) {
@@ -754,7 +778,7 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	open_member(f, "histograms", '[', compact, &first, 2);
 	for (size_t i = 0; i < r->nhists; i++) {
 		lh_report_prefetch_after(r, i);
-		put_hist(o, &r->hists[i], r, compact, &hfirst);
+		put_hist(o, &r->hists[i], r, compact, &hfirst, &tally);
 	}
 	lh_out_flush(o);
 	free(o);
@@ -763,7 +787,7 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	if (r->meta.pmu.n || r->meta.pmu.nunsupported)
 		pmu_json(rest, r);
 	json_object_object_add(rest, "loss", loss_json(r));
-	json_object_object_add(rest, "bias", bias_json(r));
+	json_object_object_add(rest, "bias", bias_json(r, &tally));
 	if (r->records.on) {
 		json_object *rec = json_object_new_object();
 

@@ -86,13 +86,21 @@ static void print_row(struct lh_out *o, uint64_t lo, uint64_t hi, uint64_t val, 
 	lh_out_wrote(o, (size_t)(p - row));
 }
 
-static void print_key(struct lh_out *o, const struct lh_key *k)
+/* The key's fields; the total is "all tasks", and "all tasks (filtered: ...)"
+ * with m's filters, which select what the total holds (-p, -t, --cgroup, ...). */
+static void print_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m)
 {
 	char comm[4 * sizeof(k->comm) + 1];
 	const char *sep = "";
 
 	if (!k->fields) {
 		lh_out_str(o, "all tasks");
+		if (!m->nfilters)
+			return;
+		lh_out_str(o, " (filtered:");
+		for (int i = 0; i < m->nfilters; i++)
+			lh_out_printf(o, " %s=%s", m->filters[i].name, m->filters[i].value);
+		lh_out_char(o, ')');
 		return;
 	}
 	/* fputs and fput_u64, not fprintf: thousands of keys an interval */
@@ -218,7 +226,7 @@ static void print_hist(struct lh_out *o, const struct lh_hist *h, const struct l
 	lh_out_str(o, ": ");
 	lh_out_str(o, desc);
 	lh_out_str(o, "; ");
-	print_key(o, &h->key);
+	print_key(o, &h->key, &r->meta);
 	lh_out_char(o, '\n');
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		if (!h->slots[i])
@@ -494,7 +502,7 @@ static void print_counters(struct lh_out *o, const struct lh_report *r)
 
 		b = lh_pmu_key_end(r, a);
 		lh_out_str(o, "  ");
-		print_key(o, &r->pmu[a].key);
+		print_key(o, &r->pmu[a].key, &r->meta);
 		lh_out_printf(o, ": %" PRIu64 " slices, on-CPU %.3f ms", r->pmu[a].slices,
 			(double)r->pmu[a].oncpu_ns / 1e6);
 		if (r->pmu[a].read_failed)

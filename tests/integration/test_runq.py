@@ -553,6 +553,15 @@ def test_text_output():
                    "unpaired_no_start"):
         check(needle in out, f"{needle!r} missing from text output:\n{out}")
     check("Tracing runqueue latency" in err, "no Tracing line on stderr")
+    heads = [l for l in out.splitlines() if l.startswith(("wakeup: ", "preempt: "))]
+    check(len(heads) == 2 and all(l.endswith("; all tasks") for l in heads), f"{heads}")
+    # a filter's total is not all tasks: the header says which
+    pid = os.getpid()
+    rc, out, err = run("runq", "-p", str(pid), "-d", "0.3")
+    check(rc == 0, err)
+    heads = [l for l in out.splitlines() if l.startswith(("wakeup: ", "preempt: "))]
+    check(len(heads) == 2 and all(l.endswith(f"; all tasks (filtered: pid={pid})") for l in heads),
+          f"{heads}")
 
 
 BAD = [
