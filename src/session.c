@@ -681,7 +681,7 @@ static int grow(void **p, size_t *have, size_t need)
 	return 0;
 }
 
-/* Append one key to the keys to delete after the walk. */
+/* Append one key to the keys to delete (after its batch, or after the walk key by key). */
 static int keep_key(struct lh_keyed_read *kr, const void *key, size_t key_size)
 {
 	int err = grow(&kr->del, &kr->del_bytes, (kr->ndel + 1) * key_size);
@@ -723,12 +723,19 @@ static int delete_kept(struct lh_session *s, int fd, size_t key_size, bool batch
 		int err;
 
 		if (batch) {
+			__u32 asked = count;
+
 			err = bpf_map_delete_batch(fd, k, &count, NULL);
 			if (!err) {
 				kr->ndel = 0;
 				return 0;
 			}
 			err = -errno;
+			/* the kernel writes count only from inside its loop over the
+			 * keys: a call refused before it (no batch ops for the map,
+			 * ENOMEM, EPERM) returns count as it was given, none deleted */
+			if (count >= asked)
+				count = 0;
 			if (!count && batch_unsupported(err)) {	/* lookups only: one by one */
 				batch = false;
 				continue;
@@ -747,11 +754,13 @@ static int delete_kept(struct lh_session *s, int fd, size_t key_size, bool batch
 /*
  * The whole map in batches (bpf_map_lookup_batch: the kernel walks it bucket by
  * bucket, each bucket under its lock), add() on the keys of half buf, which
- * are kept in kr->del. Nothing is deleted during the walk, and no program
- * writes half buf any more, so each of its keys is seen once. -EOPNOTSUPP
- * when the kernel has no batch operations (the first call fails with EINVAL or
- * ENOTSUPP), else 0 or the first negative errno of the map or of add.
+ * are kept in kr->del and deleted after each batch (the next batch starts
+ * at a bucket index past them), and no program writes half buf any more, so
+ * each of its keys is seen once. NO_BATCH when the kernel has no batch
+ * operations (the first call fails with EINVAL or ENOTSUPP: nothing was
+ * added), else 0 or the first negative errno of the map, of add or of a delete.
  */
+#define NO_BATCH 1
 static int walk_batch(struct lh_session *s, int fd, size_t key_size, size_t value_size,
 		      size_t buf_off, uint32_t buf,
 		      int (*add)(struct lh_session *s, const void *key, const void *values))
@@ -782,7 +791,7 @@ static int walk_batch(struct lh_session *s, int fd, size_t key_size, size_t valu
 			continue;
 		}
 		if (first && batch_unsupported(err))
-			return -EOPNOTSUPP;
+			return NO_BATCH;
 		if (err && err != -ENOENT)
 			return err;
 		for (__u32 i = 0; i < count; i++) {
@@ -864,7 +873,7 @@ int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t value_si
 		  int (*add)(struct lh_session *s, const void *key, const void *values))
 {
 	struct lh_keyed_read *kr = &s->keyed;
-	int err = -EOPNOTSUPP, derr;
+	int err = NO_BATCH, derr;
 
 	kr->ndel = 0;
 	kr->copies = map_copies(s, fd);
@@ -874,7 +883,7 @@ int lh_read_keyed(struct lh_session *s, int fd, size_t key_size, size_t value_si
 	}
 	if (kr->batch >= 0)
 		err = walk_batch(s, fd, key_size, value_size, buf_off, buf, add);
-	if (err == -EOPNOTSUPP) {	/* nothing was added: this map key by key */
+	if (err == NO_BATCH) {		/* nothing was added: this map key by key */
 		if (!kr->batch) {
 			kr->batch = -1;
 			say_read_path(s, "key by key (this kernel has no batch map operations)");

@@ -25,7 +25,7 @@ struct lh_keyed_read {
 	size_t keys_bytes, values_bytes;
 	void *tok;			/* the batch positions, in and out */
 	size_t tok_bytes;
-	void *del;			/* keys read from the half, deleted after the walk */
+	void *del;			/* keys read from the half, deleted after each batch */
 	size_t del_bytes, ndel;		/* bytes allocated, keys in it */
 	int copies;			/* copies of each value the map being read returns:
 					 * ncpus for a per-CPU map, 1 for a shared one */
@@ -177,8 +177,9 @@ int lh_session_main(struct lh_session *s, int load_err, struct bpf_object *obj,
  * add(s, key, values) with its value (s->keyed.copies copies of value_size
  * bytes, each rounded up to 8: ncpus for a per-CPU hash, 1 for a shared one),
  * then delete those keys; the other half's keys stay.
- * The map is read in batches (bpf_map_lookup_batch over the whole map, then
- * bpf_map_delete_batch of the half's keys), or key by key on a kernel without
+ * The map is read in batches (bpf_map_lookup_batch over the whole map, each
+ * batch's keys of the half deleted by bpf_map_delete_batch before the next
+ * batch is read), or key by key on a kernel without
  * batch operations (before 5.6) or under LATHIST_TEST=no-batch. Buffers are
  * kept in s->keyed for the next interval. A key whose values were added is
  * deleted even when a later add fails, so none is counted twice. Returns 0 or

@@ -520,8 +520,10 @@ static char *hist_reason(const struct lh_hist *h, const struct lh_report *r)
 		return NULL;
 	fprintf(f, "%s (", h->name);
 	n = lh_key_fields(&h->key, kv);
-	if (!n)
-		fputs("all tasks", f);
+	if (!n)		/* as the text heading says it */
+		fputs(r->meta.nfilters ? "all tasks, filtered:" : "all tasks", f);
+	for (int i = 0; !n && i < r->meta.nfilters; i++)
+		fprintf(f, " %s=%s", r->meta.filters[i].name, r->meta.filters[i].value);
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s%s %s", i ? ", " : "", kv[i].name, kv[i].value);
 	fprintf(f, "): %" PRIu64 " lost could move", lost);
