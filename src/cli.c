@@ -780,28 +780,22 @@ int lh_attach_parse(const char *s, enum lh_attach_mode *t)
 
 bool lh_same_file(const char *a, const char *b)
 {
-	char *ca = strdup(a), *cb = strdup(b), *ra = NULL, *rb = NULL;
+	char *ca = strdup(a), *cb = strdup(b), *da = NULL, *db = NULL;
 	struct stat x, y;
 	bool same;
 
 	if (!stat(a, &x) && !stat(b, &y))
 		same = x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-	else if (!ca || !cb)
+	else if (!ca || !cb || !(da = strdup(a)) || !(db = strdup(b)))
 		same = !strcmp(a, b);
-	else {
-		ra = realpath(dirname(ca), NULL);
-		rb = realpath(dirname(cb), NULL);
-		free(ca);
-		free(cb);
-		ca = strdup(a);
-		cb = strdup(b);
-		same = ra && rb && ca && cb && !strcmp(ra, rb) &&
+	else	/* the folders by inode, as a bind mount shows one under two paths */
+		same = !stat(dirname(da), &x) && !stat(dirname(db), &y) &&
+		       x.st_dev == y.st_dev && x.st_ino == y.st_ino &&
 		       !strcmp(basename(ca), basename(cb));
-	}
-	free(ra);
-	free(rb);
 	free(ca);
 	free(cb);
+	free(da);
+	free(db);
 	return same;
 }
 

@@ -153,8 +153,9 @@ const char *lh_attach_name(enum lh_attach_mode t);
 /* The type named s (not "auto") into *t; -EINVAL when s names none. */
 int lh_attach_parse(const char *s, enum lh_attach_mode *t);
 
-/* Do two paths name one file: the same existing inode, or the same name in the
- * same folder once the folders are resolved (a file not created yet)? */
+/* Do two paths name one file: the same existing inode, or (a file not created
+ * yet) the same name in the same folder, the folders compared by inode (a
+ * symlink, `..` or a bind mount spells one folder two ways)? */
 bool lh_same_file(const char *a, const char *b);
 
 /* Checks across options once all are parsed (e.g. -i within -d); -EINVAL after printing. */

@@ -4,6 +4,7 @@ records agree with the histograms and with the workload that caused them."""
 import json
 import os
 import re
+import subprocess
 import tempfile
 
 from lh import (BIOWORK, LATHIST, Lathist, LoopDevice, Workload, by_id, check, per_task,
@@ -194,6 +195,36 @@ def test_bio_records_no_loss():
         check(len(lines) == 10, f"{len(lines)} record lines:\n{out}")
         check("no loss: every paired event is in the histograms, every eligible event has "
               "a record" in out, out)
+
+
+def test_same_file_under_two_spellings_is_refused():
+    """--events, --series and -o may not name one file, however it is spelled: the same
+    path, with ./ and //, through a folder's symbolic link, or through a bind mount of the
+    folder (its path differs, its inode does not): -o's rename would replace the records
+    or the series. Refused before tracing (exit 2), no file made."""
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, link = (os.path.join(tmp, n) for n in ("a", "b", "link"))
+        os.mkdir(a)
+        os.mkdir(b)
+        os.symlink(a, link)
+        subprocess.run(["mount", "--bind", a, b], check=True)
+        try:
+            for other in (f"{a}/w.json", f"{a}//./w.json", f"{link}/w.json", f"{b}/w.json"):
+                for args, said in ((["--slower-than", "0", "--events", other],
+                                    "--events and -o name the same file"),
+                                   (["-i", "0.1", "--series", other],
+                                    "--series names the same file as -o")):
+                    rc, out, err = run("runq", "-d", "0.3", "-f", "json", "-o", f"{a}/w.json",
+                                       *args)
+                    check(rc == 2 and said in err and len(err.strip().splitlines()) == 1,
+                          f"{args}: rc {rc}, stderr {err!r}")
+                    check(not os.listdir(a), f"{args}: made {os.listdir(a)}")
+            # two names in the bind-mounted folder are two files
+            rc, out, err = run("runq", "-d", "0.2", "-f", "json", "-o", f"{a}/w.json",
+                               "--slower-than", "0", "--events", f"{b}/e.json")
+            check(rc == 0 and sorted(os.listdir(a)) == ["e.json", "w.json"], f"{rc} {err}")
+        finally:
+            subprocess.run(["umount", b], check=True)
 
 
 def test_record_options_bad_input():
