@@ -323,6 +323,24 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 	return -EINVAL;
 }
 
+/* An output path whose name (or whole) is too long to be written (lh_output_check). */
+static void name_too_long(const char *tool, const char *opt, const char *arg)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(arg, '/');
+
+	if (strlen(arg) >= PATH_MAX) {
+		lh_usage_error(tool, "%s: the path is %zu bytes, over PATH_MAX (%d); give a "
+			       "shorter one", opt, strlen(arg), PATH_MAX);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - arg) + 1 : 1,
+		 slash ? arg : ".");
+	lh_usage_error(tool, "%s '%s': its name is %zu bytes, over the %zu this folder takes "
+		       "(lathist writes a name %d bytes longer first); give a shorter name", opt,
+		       arg, lh_output_name_len(arg), lh_output_name_max(dir), LH_TMP_NAME_EXTRA);
+}
+
 static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
 {
 	int err;
@@ -352,6 +370,8 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 	else if (err == -EROFS)
 		lh_usage_error(tool, "-o '%s': its folder takes no new file (read-only, or /proc or "
 			       "/sys); give a file in a writable folder", arg);
+	else if (err == -ENAMETOOLONG)
+		name_too_long(tool, "-o", arg);
 	else
 		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
 			       "folder", arg, strerror(-err));
@@ -389,6 +409,8 @@ int lh_check_file_opt(const char *opt, const char *arg, const char *what, const 
 	if (err == -EMLINK)
 		lh_usage_error(tool, "%s '%s': has other hard links, whose content would change "
 			       "too; give a file with one name", opt, arg);
+	else if (err == -ENAMETOOLONG)
+		name_too_long(tool, opt, arg);
 	else
 		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
 			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :

@@ -211,6 +211,8 @@ int lh_output_check(const char *path)
 		if (st.st_nlink > 1)
 			return -EMLINK;	/* a hard link: its other names would change too */
 	}
+	if (strlen(path) >= PATH_MAX)
+		return -ENAMETOOLONG;
 	dir_of(path, dir, sizeof(dir));
 	if (stat(dir, &st))
 		return -errno;
@@ -218,8 +220,26 @@ int lh_output_check(const char *path)
 		return -ENOTDIR;
 	if (access(dir, W_OK))
 		return -errno;
+	if (lh_output_name_len(path) > lh_output_name_max(dir))
+		return -ENAMETOOLONG;	/* else found only when the run's report is written */
 	/* a folder that takes no new file (/proc, /sys): its own errno says little */
 	return probe_create(dir) ? -EROFS : 0;
+}
+
+size_t lh_output_name_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return strlen(slash ? slash + 1 : path);
+}
+
+size_t lh_output_name_max(const char *dir)
+{
+	long max = pathconf(dir, _PC_NAME_MAX);
+
+	if (max <= 0)
+		max = NAME_MAX;
+	return (size_t)max > LH_TMP_NAME_EXTRA ? (size_t)max - LH_TMP_NAME_EXTRA : 0;
 }
 
 /* Mode and owner for the new file: the old file's, or 0666 less the umask. */

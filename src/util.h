@@ -52,10 +52,22 @@ int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus);
  * takes a new file (one is created and removed to know), and path is a
  * regular file with one name (no other hard link) or does not exist yet.
  * Returns 0 or a negative errno (-ELOOP for a symlink, -EISDIR, -EINVAL for a
- * device, FIFO or socket, -EMLINK for a file with hard links, -ENOENT, -EACCES).
+ * device, FIFO or socket, -EMLINK for a file with hard links, -ENAMETOOLONG
+ * for a name over lh_output_name_max, -ENOENT, -EACCES).
  * One rule for every output: what lathist writes never changes another name.
  */
 int lh_output_check(const char *path);
+
+/* Bytes a file's temporary name adds to its name: ".NAME.PID.N" (lh_write_atomic;
+ * mkstemp's ".NAME.XXXXXX" adds fewer): a PID of up to 10 digits, N below 100. */
+#define LH_TMP_NAME_EXTRA 14
+
+/* The length of path's last component (its name, bytes). */
+size_t lh_output_name_len(const char *path);
+
+/* The longest name an output may have in folder dir: the folder's NAME_MAX
+ * (pathconf) less LH_TMP_NAME_EXTRA, as every output may get a temporary name. */
+size_t lh_output_name_max(const char *dir);
 
 /*
  * Replace path atomically with len bytes of data: write an unnamed file

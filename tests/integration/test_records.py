@@ -237,7 +237,11 @@ def test_record_options_bad_input():
                            (["--ringbuf-size", "4g"], "too large"),
                            (["--events", os.path.join(tmp, "e.json")], "--events needs --slower-than"),
                            (["--slower-than", "1ms", "--events", link], "symbolic link"),
-                           (["--slower-than", "1ms", "--events", tmp], "Is a directory")):
+                           (["--slower-than", "1ms", "--events", tmp], "Is a directory"),
+                           (["--slower-than", "1ms", "--events", os.path.join(tmp, "e" * 250)],
+                            "its name is 250 bytes"),
+                           (["-i", "0.5", "--series", os.path.join(tmp, "s" * 250)],
+                            "its name is 250 bytes")):
             rc, out, err = run("runq", "-d", "1", *args)
             check(rc == 2 and text in err and len(err.strip().splitlines()) <= 2,
                   f"{args}: rc {rc}, stderr {err!r}")

@@ -598,6 +598,9 @@ BAD = [
     (["--cgroup", "//"], 2, "--cgroup '//': the root cgroup holds every task"),
     (["-o", ""], 2, "-o '': empty"),
     (["-o", "/proc/version"], 2, "its folder takes no new file"),
+    # found before tracing, not when the report is written at the end
+    (["-o", "/tmp/" + "a" * 250], 2, "its name is 250 bytes, over the 241 this folder takes"),
+    (["-o", "/tmp/" + "b/" * 2100 + "x"], 2, "over PATH_MAX"),
     (["--slower-than", "99999999999s"], 2, "too long"),
     (["--slower-than", "1h"], 2, "too long"),
     (["-d", "1", "-d", "2"], 2, "-d given twice"),
