@@ -77,6 +77,7 @@ static const char runq_help[] =
 static int parse_cpus(struct runq_opts *o, const char *arg)
 {
 	int ncpus = libbpf_num_possible_cpus();
+	uint64_t online[RUNQ_MAX_CPUS / 64];
 	long bad = -1;
 	int err;
 
@@ -93,6 +94,19 @@ static int parse_cpus(struct runq_opts *o, const char *arg)
 	if (err) {
 		lh_usage_error(TOOL, "--cpus '%s': not a CPU list; give e.g. 0-3,7", arg);
 		return -EINVAL;
+	}
+	if (!lh_online_cpus(online, RUNQ_MAX_CPUS / 64, ncpus)) {
+		/* an offline CPU switches nothing in: its histograms would be empty, exit 0 */
+		for (int w = 0; w < RUNQ_MAX_CPUS / 64; w++) {
+			uint64_t off = o->cpu_mask[w] & ~online[w];
+
+			if (!off)
+				continue;
+			lh_usage_error(TOOL, "--cpus '%s': CPU %d is offline; bring it online "
+				       "(/sys/devices/system/cpu/cpu%d/online) or leave it out",
+				       arg, w * 64 + __builtin_ctzll(off), w * 64 + __builtin_ctzll(off));
+			return -EINVAL;
+		}
 	}
 	o->cpus_set = true;
 	/* said as the CPUs it means: "0,0" and "1,0-1" are "0" and "0-1" */

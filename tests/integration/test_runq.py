@@ -647,6 +647,28 @@ BAD = [
 ]
 
 
+def test_cpus_offline_is_refused():
+    """--cpus naming an offline CPU is refused before tracing (exit 2): it switches nothing
+    in, so its histograms would be empty with exit 0. The last CPU is taken offline for
+    the test and brought back."""
+    last = os.cpu_count() - 1
+    ctl = f"/sys/devices/system/cpu/cpu{last}/online"
+    check(last > 0 and os.path.exists(ctl), f"no {ctl} to take CPU {last} offline")
+    with open(ctl, "w") as f:
+        f.write("0")
+    try:
+        rc, out, err = run("runq", "--cpus", f"0-{last}", "-d", "0.2")
+        check(rc == 2 and f"CPU {last} is offline" in err and len(err.strip().splitlines()) == 1
+              and out == "", f"rc {rc}: {err!r}")
+        rc, out, err = run("runq", "--cpus", "0", "-d", "0.2")
+        check(rc == 0, f"an online CPU: rc {rc}: {err}")
+    finally:
+        with open(ctl, "w") as f:
+            f.write("1")
+    rc, out, err = run("runq", "--cpus", str(last), "-d", "0.2")
+    check(rc == 0, f"back online: rc {rc}: {err}")
+
+
 def test_bad_input():
     """Every bad value: one line naming it and the fix, exit 2, nothing on stdout."""
     for args, want_rc, needle in BAD:
