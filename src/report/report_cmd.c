@@ -1380,6 +1380,10 @@ static int merge_load(struct merge *m, json_object *meta)
 		double want = cpu ? (double)steal / (double)cpu : 0;
 
 		json_object_object_get_ex(ld, "steal_ratio", &r);
+		if (r && !cpu)
+			return bad(m, "meta.load.steal_ratio is %.32s with cpu_ns 0: a ratio of no "
+				   "CPU time is null", json_object_to_json_string_ext(r,
+				   JSON_C_TO_STRING_PLAIN));
 		if (r && (!(json_object_is_type(r, json_type_double) ||
 			    json_object_is_type(r, json_type_int)) || !cpu ||
 			  fabs(json_object_get_double(r) - want) > 1e-6))

@@ -351,7 +351,9 @@ def test_report_marks_mixed_contexts():
                                                        "not meta.kernel"),
                 (None, {"steal_ns": -5}, "meta.load.steal_ns is -5"),
                 (None, {"loadavg_1m_max": "high"}, "meta.load.loadavg_1m_max is \"high\""),
-                (None, {"steal_ns": 10**12, "cpu_ns": 1}, "is more than cpu_ns")):
+                (None, {"steal_ns": 10**12, "cpu_ns": 1}, "is more than cpu_ns"),
+                (None, {"steal_ns": 0, "cpu_ns": 0, "steal_ratio": 0.0},
+                 "with cpu_ns 0: a ratio of no CPU time is null")):
             with open(a) as f:
                 d = json.load(f)
             if isinstance(ctx_edit, dict):
