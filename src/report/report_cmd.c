@@ -711,6 +711,14 @@ static int parse_part(struct merge *m, json_object *o, const char *where, struct
 		return bad(m, "%s: interval_index, start_realtime_ns or duration_ns is not a whole "
 			   "number (or the span runs past 2^64 ns)", where);
 	p->interval_index = (uint32_t)idx;
+	{
+		uint64_t ins;
+
+		/* lathist numbers intervals only with -i */
+		if (idx && !get_u64(o, "interval_ns", &ins) && !ins)
+			return bad(m, "%s.interval_index is %" PRIu64 " with interval_ns 0: a run "
+				   "without -i has no intervals", where, idx);
+	}
 	return 0;
 }
 
@@ -976,8 +984,12 @@ static int same_kind(struct merge *m, json_object *meta, json_object *hs)
  * one of those lathist writes: pid and tid numbers, the others printable text. */
 static int merge_filters(struct merge *m, json_object *meta)
 {
-	json_object *f = get(meta, "filters", json_type_object);
+	json_object *f = get(meta, "filters", json_type_object), *any = NULL;
 	const char *fs = f ? json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN) : "";
+
+	/* absent (a lathist before filters were written) is none; anything else is refused */
+	if (!f && json_object_object_get_ex(meta, "filters", &any))
+		return bad(m, "meta.filters is not an object (lathist writes {} for none)");
 
 	if (f) {
 		json_object_object_foreach(f, fname, fval) {
@@ -1374,6 +1386,9 @@ static int merge_load(struct merge *m, json_object *meta)
 	if (steal > cpu)
 		return bad(m, "meta.load.steal_ns %" PRIu64 " is more than cpu_ns %" PRIu64
 			   " (stolen time is part of all CPU time)", steal, cpu);
+	if (!isnan(la) && !isnan(lb) && lmax < (la > lb ? la : lb))
+		return bad(m, "meta.load.loadavg_1m_max %.2f is below its start %.2f or end %.2f",
+			   lmax, la, lb);
 	{
 		/* derived (written to 6 decimals): it must say what its two counts say */
 		json_object *r = NULL;

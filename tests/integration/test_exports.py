@@ -520,6 +520,11 @@ def test_report_refuses_bad_files():
         "filter with a newline": mutate(lambda d: d["meta"]["filters"].update(
             cgroup="/x\nWARNING: fake")),
         "unknown filter": mutate(lambda d: d["meta"]["filters"].update(user="root")),
+        "filters not an object": mutate(lambda d: d["meta"].update(filters=[])),
+        "interval without -i": mutate(lambda d: d["meta"].update(interval_index=1,
+                                                                   interval_ns=0)),
+        "load average max below its ends": mutate(lambda d: d["meta"]["load"].update(
+            loadavg_1m_start=d["meta"]["load"]["loadavg_1m_max"] + 1)),
         "paired below the histograms": mutate(lambda d: d["loss"].update(
             paired=d["loss"]["paired"] - 1, events=d["loss"]["events"])),
         "paired without histograms": mutate(lambda d: d.update(histograms=[])),
