@@ -323,22 +323,31 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 	return -EINVAL;
 }
 
-/* An output path whose name (or whole) is too long to be written (lh_output_check). */
-static void name_too_long(const char *tool, const char *opt, const char *arg)
+/* An output path lh_output_check found too long (-ENAMETOOLONG): the path, its
+ * name, or a folder's name in it. The path comes last: a message is cut at
+ * 1 KiB, and the reason must not be what is cut. */
+static void name_too_long(const char *tool, const char *opt, const char *arg, bool atomic)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(arg, '/');
+	size_t extra = atomic ? lh_tmp_name_extra() + 2 : 0;
 
-	if (strlen(arg) >= PATH_MAX) {
-		lh_usage_error(tool, "%s: the path is %zu bytes, over PATH_MAX (%d); give a "
-			       "shorter one", opt, strlen(arg), PATH_MAX);
+	if (strlen(arg) + extra >= PATH_MAX) {
+		lh_usage_error(tool, "%s: the path is %zu bytes (%zu with its temporary name), "
+			       "over the %d of PATH_MAX; give a shorter one", opt, strlen(arg),
+			       strlen(arg) + extra, PATH_MAX - 1);
 		return;
 	}
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - arg) + 1 : 1,
 		 slash ? arg : ".");
-	lh_usage_error(tool, "%s '%s': its name is %zu bytes, over the %zu this folder takes "
-		       "(lathist writes a name %d bytes longer first); give a shorter name", opt,
-		       arg, lh_output_name_len(arg), lh_output_name_max(dir), LH_TMP_NAME_EXTRA);
+	if (lh_output_name_len(arg) > lh_output_name_max(dir, atomic))
+		lh_usage_error(tool, "%s: its file name is %zu bytes, over the %zu its folder "
+			       "takes%s; give a shorter one than '%s'", opt, lh_output_name_len(arg),
+			       lh_output_name_max(dir, atomic), atomic ? " (it is written under a "
+			       "longer temporary name first)" : "", arg);
+	else
+		lh_usage_error(tool, "%s: a folder in '%s' has a name longer than its file system "
+			       "takes; give another path", opt, arg);
 }
 
 static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
@@ -353,7 +362,7 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 		lh_usage_error(tool, "-o '': empty; give a file path, or - for standard output");
 		return -EINVAL;
 	}
-	err = lh_output_check(arg);
+	err = lh_output_check(arg, true);
 	if (!err) {
 		o->output = arg;
 		return 0;
@@ -371,7 +380,7 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 		lh_usage_error(tool, "-o '%s': its folder takes no new file (read-only, or /proc or "
 			       "/sys); give a file in a writable folder", arg);
 	else if (err == -ENAMETOOLONG)
-		name_too_long(tool, "-o", arg);
+		name_too_long(tool, "-o", arg, true);
 	else
 		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
 			       "folder", arg, strerror(-err));
@@ -394,15 +403,17 @@ static int stream_file(const char **path, const char *opt, const char *arg, bool
 			       dash_ok ? ", or - for standard output" : "");
 		return -EINVAL;
 	}
-	if (!(dash_ok && !strcmp(arg, "-")) && lh_check_file_opt(opt, arg, "a regular file", tool))
+	if (!(dash_ok && !strcmp(arg, "-")) &&
+	    lh_check_file_opt(opt, arg, "a regular file", false, tool))
 		return -EINVAL;
 	*path = arg;
 	return 0;
 }
 
-int lh_check_file_opt(const char *opt, const char *arg, const char *what, const char *tool)
+int lh_check_file_opt(const char *opt, const char *arg, const char *what, bool atomic,
+		      const char *tool)
 {
-	int err = lh_output_check(arg);
+	int err = lh_output_check(arg, atomic);
 
 	if (!err)
 		return 0;
@@ -410,7 +421,7 @@ int lh_check_file_opt(const char *opt, const char *arg, const char *what, const 
 		lh_usage_error(tool, "%s '%s': has other hard links, whose content would change "
 			       "too; give a file with one name", opt, arg);
 	else if (err == -ENAMETOOLONG)
-		name_too_long(tool, opt, arg);
+		name_too_long(tool, opt, arg, atomic);
 	else
 		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
 			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :

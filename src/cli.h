@@ -124,11 +124,13 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
 
 /*
- * Check a file option (see lh_output_check) and, when it cannot be written,
- * say "OPT 'ARG': cannot be written (why); give WHAT in a writable folder".
+ * Check a file option (see lh_output_check; atomic: written through a
+ * temporary name) and, when it cannot be written, say "OPT 'ARG': cannot be
+ * written (why); give WHAT in a writable folder".
  * 0 or -EINVAL after the message.
  */
-int lh_check_file_opt(const char *opt, const char *arg, const char *what, const char *tool);
+int lh_check_file_opt(const char *opt, const char *arg, const char *what, bool atomic,
+		      const char *tool);
 
 /*
  * The exposition options of c for a report of meta m: c's buckets and

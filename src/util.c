@@ -194,13 +194,16 @@ static int probe_create(const char *dir)
 	return 0;
 }
 
-int lh_output_check(const char *path)
+int lh_output_check(const char *path, bool atomic)
 {
 	char dir[PATH_MAX];
 	struct stat st;
+	int err;
 
 	if (!path || !*path)
 		return -EINVAL;
+	if (path[strlen(path) - 1] == '/')
+		return -EISDIR;		/* a folder's name: no file can have it */
 	if (lstat(path, &st) == 0) {
 		if (S_ISLNK(st.st_mode))
 			return -ELOOP;
@@ -211,7 +214,8 @@ int lh_output_check(const char *path)
 		if (st.st_nlink > 1)
 			return -EMLINK;	/* a hard link: its other names would change too */
 	}
-	if (strlen(path) >= PATH_MAX)
+	/* "./" and the temporary name's bytes on top (lh_write_atomic) */
+	if (strlen(path) + (atomic ? lh_tmp_name_extra() + 2 : 0) >= PATH_MAX)
 		return -ENAMETOOLONG;
 	dir_of(path, dir, sizeof(dir));
 	if (stat(dir, &st))
@@ -220,10 +224,19 @@ int lh_output_check(const char *path)
 		return -ENOTDIR;
 	if (access(dir, W_OK))
 		return -errno;
-	if (lh_output_name_len(path) > lh_output_name_max(dir))
+	if (lh_output_name_len(path) > lh_output_name_max(dir, atomic))
 		return -ENAMETOOLONG;	/* else found only when the run's report is written */
 	/* a folder that takes no new file (/proc, /sys): its own errno says little */
-	return probe_create(dir) ? -EROFS : 0;
+	err = probe_create(dir);
+	return err == -ENAMETOOLONG ? err : err ? -EROFS : 0;
+}
+
+size_t lh_tmp_name_extra(void)
+{
+	char pid[24];
+	size_t n = (size_t)snprintf(pid, sizeof(pid), "%d", (int)getpid());
+
+	return 5 + n > 8 ? 5 + n : 8;	/* ".NAME.PID.N", N < 100; mkstemp's ".NAME.XXXXXX" */
 }
 
 size_t lh_output_name_len(const char *path)
@@ -233,13 +246,14 @@ size_t lh_output_name_len(const char *path)
 	return strlen(slash ? slash + 1 : path);
 }
 
-size_t lh_output_name_max(const char *dir)
+size_t lh_output_name_max(const char *dir, bool atomic)
 {
 	long max = pathconf(dir, _PC_NAME_MAX);
+	size_t extra = atomic ? lh_tmp_name_extra() : 0;
 
 	if (max <= 0)
 		max = NAME_MAX;
-	return (size_t)max > LH_TMP_NAME_EXTRA ? (size_t)max - LH_TMP_NAME_EXTRA : 0;
+	return (size_t)max > extra ? (size_t)max - extra : 0;
 }
 
 /* Mode and owner for the new file: the old file's, or 0666 less the umask. */

@@ -51,23 +51,28 @@ int lh_online_cpus(uint64_t *mask, size_t nwords, int ncpus);
  * Check before tracing that path can be written later: its folder exists and
  * takes a new file (one is created and removed to know), and path is a
  * regular file with one name (no other hard link) or does not exist yet.
- * Returns 0 or a negative errno (-ELOOP for a symlink, -EISDIR, -EINVAL for a
- * device, FIFO or socket, -EMLINK for a file with hard links, -ENAMETOOLONG
- * for a name over lh_output_name_max, -ENOENT, -EACCES).
+ * atomic: it is written through a temporary name in its folder
+ * (lh_write_atomic: -o, --heatmap), whose bytes its name and path must leave
+ * room for; else it is opened as it is (--events, --series).
+ * Returns 0 or a negative errno (-ELOOP for a symlink, -EISDIR for a folder or
+ * a name ending in '/', -EINVAL for a device, FIFO or socket, -EMLINK for a
+ * file with hard links, -ENAMETOOLONG for a name over lh_output_name_max or a
+ * path that with the temporary name's bytes reaches PATH_MAX, or a folder of a
+ * name too long, -ENOENT, -EACCES).
  * One rule for every output: what lathist writes never changes another name.
  */
-int lh_output_check(const char *path);
+int lh_output_check(const char *path, bool atomic);
 
-/* Bytes a file's temporary name adds to its name: ".NAME.PID.N" (lh_write_atomic;
- * mkstemp's ".NAME.XXXXXX" adds fewer): a PID of up to 10 digits, N below 100. */
-#define LH_TMP_NAME_EXTRA 14
+/* Bytes lh_write_atomic's temporary name adds to a file's name in this process:
+ * ".NAME.PID.N" with N < 100 (mkstemp's ".NAME.XXXXXX" adds 8). */
+size_t lh_tmp_name_extra(void);
 
 /* The length of path's last component (its name, bytes). */
 size_t lh_output_name_len(const char *path);
 
 /* The longest name an output may have in folder dir: the folder's NAME_MAX
- * (pathconf) less LH_TMP_NAME_EXTRA, as every output may get a temporary name. */
-size_t lh_output_name_max(const char *dir);
+ * (pathconf), less lh_tmp_name_extra() for an atomic one. */
+size_t lh_output_name_max(const char *dir, bool atomic);
 
 /*
  * Replace path atomically with len bytes of data: write an unnamed file

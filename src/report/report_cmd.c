@@ -714,10 +714,11 @@ static int parse_part(struct merge *m, json_object *o, const char *where, struct
 	{
 		uint64_t ins;
 
-		/* lathist numbers intervals only with -i */
-		if (idx && !get_u64(o, "interval_ns", &ins) && !ins)
-			return bad(m, "%s.interval_index is %" PRIu64 " with interval_ns 0: a run "
-				   "without -i has no intervals", where, idx);
+		/* lathist numbers intervals only with -i (a merge's parts carry no
+		 * interval_ns: their documents were checked when they were merged) */
+		if (idx && !strcmp(where, "meta") && (get_u64(o, "interval_ns", &ins) || !ins))
+			return bad(m, "%s.interval_index is %" PRIu64 " without an interval_ns above "
+				   "0: a run without -i has no intervals", where, idx);
 	}
 	return 0;
 }
@@ -1386,9 +1387,9 @@ static int merge_load(struct merge *m, json_object *meta)
 	if (steal > cpu)
 		return bad(m, "meta.load.steal_ns %" PRIu64 " is more than cpu_ns %" PRIu64
 			   " (stolen time is part of all CPU time)", steal, cpu);
-	if (!isnan(la) && !isnan(lb) && lmax < (la > lb ? la : lb))
-		return bad(m, "meta.load.loadavg_1m_max %.2f is below its start %.2f or end %.2f",
-			   lmax, la, lb);
+	if ((!isnan(la) && lmax < la) || (!isnan(lb) && lmax < lb))
+		return bad(m, "meta.load.loadavg_1m_max %.2f is below its %s %.2f", lmax,
+			   !isnan(la) && lmax < la ? "start" : "end", !isnan(la) && lmax < la ? la : lb);
 	{
 		/* derived (written to 6 decimals): it must say what its two counts say */
 		json_object *r = NULL;
@@ -2101,7 +2102,7 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 				return LH_EXIT_USAGE;
 			}
 			if (strcmp(optarg, "-") &&	/* refused by report_paths, by name */
-			    lh_check_file_opt("--heatmap", optarg, "an SVG file", TOOL))
+			    lh_check_file_opt("--heatmap", optarg, "an SVG file", true, TOOL))
 				return LH_EXIT_USAGE;
 			o->heatmap = optarg;
 			break;

@@ -238,10 +238,11 @@ def test_record_options_bad_input():
                            (["--events", os.path.join(tmp, "e.json")], "--events needs --slower-than"),
                            (["--slower-than", "1ms", "--events", link], "symbolic link"),
                            (["--slower-than", "1ms", "--events", tmp], "Is a directory"),
-                           (["--slower-than", "1ms", "--events", os.path.join(tmp, "e" * 250)],
-                            "its name is 250 bytes"),
-                           (["-i", "0.5", "--series", os.path.join(tmp, "s" * 250)],
-                            "its name is 250 bytes")):
+                           # a stream is opened under its own name: up to NAME_MAX
+                           (["--slower-than", "1ms", "--events", os.path.join(tmp, "e" * 256)],
+                            "--events: its file name is 256 bytes, over the 255"),
+                           (["-i", "0.5", "--series", os.path.join(tmp, "s" * 256)],
+                            "--series: its file name is 256 bytes, over the 255")):
             rc, out, err = run("runq", "-d", "1", *args)
             check(rc == 2 and text in err and len(err.strip().splitlines()) <= 2,
                   f"{args}: rc {rc}, stderr {err!r}")

@@ -144,7 +144,7 @@ static void test_atomic_write(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/out.json", dir);
 	snprintf(link, sizeof(link), "%s/link.json", dir);
-	assert_int_equal(lh_output_check(path), 0);
+	assert_int_equal(lh_output_check(path, true), 0);
 	assert_int_equal(lh_write_atomic(path, "first", 5), 0);
 	assert_int_equal(lh_write_atomic(path, "second", 6), 0);
 	f = fopen(path, "r");
@@ -167,15 +167,15 @@ static void test_atomic_write(void **state)
 	}
 	/* never through a symlink; the link target stays untouched */
 	assert_int_equal(symlink(path, link), 0);
-	assert_int_equal(lh_output_check(link), -ELOOP);
+	assert_int_equal(lh_output_check(link, true), -ELOOP);
 	assert_int_equal(lh_write_atomic(link, "evil", 4), -ELOOP);
-	assert_int_equal(lh_output_check(dir), -EISDIR);
-	assert_int_equal(lh_output_check("/nonexistent-lathist/x"), -ENOENT);
+	assert_int_equal(lh_output_check(dir, true), -EISDIR);
+	assert_int_equal(lh_output_check("/nonexistent-lathist/x", true), -ENOENT);
 	/* folders that take no new file, even for root (access(2) says they do) */
-	assert_true(lh_output_check("/proc/lathist-x.json") < 0);
-	assert_true(lh_output_check("/sys/lathist-x.json") < 0);
+	assert_true(lh_output_check("/proc/lathist-x.json", true) < 0);
+	assert_true(lh_output_check("/sys/lathist-x.json", true) < 0);
 	/* never replace a device or a FIFO */
-	assert_int_equal(lh_output_check("/dev/null"), -EINVAL);
+	assert_int_equal(lh_output_check("/dev/null", true), -EINVAL);
 	assert_int_equal(lh_write_atomic("/dev/null", "x", 1), -EINVAL);
 	{
 		char fifo[256];
@@ -183,11 +183,38 @@ static void test_atomic_write(void **state)
 
 		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
 		assert_int_equal(mkfifo(fifo, 0600), 0);
-		assert_int_equal(lh_output_check(fifo), -EINVAL);
+		assert_int_equal(lh_output_check(fifo, true), -EINVAL);
 		assert_int_equal(lh_write_atomic(fifo, "x", 1), -EINVAL);
 		assert_int_equal(lstat(fifo, &st), 0);
 		assert_true(S_ISFIFO(st.st_mode));
 		unlink(fifo);
+	}
+	{
+		/* the longest name the check passes is one lh_write_atomic writes (its
+		 * temporary name has room), one byte more is refused; a stream's name
+		 * may take the whole NAME_MAX; a name ending in '/' is a folder's */
+		size_t max = lh_output_name_max(dir, true);
+		char name[600];
+		int n = snprintf(name, sizeof(name), "%s/", dir);
+
+		assert_int_equal(max + lh_tmp_name_extra(), (size_t)pathconf(dir, _PC_NAME_MAX));
+		memset(name + n, 'n', max);
+		name[n + max] = 0;
+		assert_int_equal(lh_output_check(name, true), 0);
+		assert_int_equal(lh_write_atomic(name, "x", 1), 0);
+		assert_int_equal(unlink(name), 0);
+		name[n + max] = 'n';
+		name[n + max + 1] = 0;
+		assert_int_equal(lh_output_check(name, true), -ENAMETOOLONG);
+		memset(name + n, 's', NAME_MAX);
+		name[n + NAME_MAX] = 0;
+		assert_int_equal(lh_output_check(name, false), 0);
+		name[n + NAME_MAX] = 's';
+		name[n + NAME_MAX + 1] = 0;
+		assert_int_equal(lh_output_check(name, false), -ENAMETOOLONG);
+		snprintf(name, sizeof(name), "%s/missing/", dir);
+		assert_int_equal(lh_output_check(name, true), -EISDIR);
+		assert_int_equal(count_entries(dir), 2);	/* out.json, link.json */
 	}
 	unlink(link);
 	unlink(path);
