@@ -29,13 +29,24 @@ char *lh_put_u64_back(char *end, uint64_t v)
 	return p;
 }
 
+/* 10^i, i = 0..19 */
+static const uint64_t pow10_u64[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+	100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+	10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+	100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL,
+};
+
 size_t lh_u64_len(uint64_t v)
 {
-	size_t n = 1;
+	/* t = floor(bits * log10(2)) (1233 / 4096 = 0.30103), one short of the digits
+	 * or right; one compare decides (Bit Twiddling Hacks, "integer log base 10").
+	 * A loop dividing by 10 was half of the JSON writer's number time. */
+	unsigned int bits = 64 - (unsigned int)__builtin_clzll(v | 1);
+	unsigned int t = (bits * 1233) >> 12;
+	size_t n = t + (v >= pow10_u64[t]);
 
-	for (; v >= 10; v /= 10)
-		n++;
-	return n;
+	return n ? n : 1;
 }
 
 char *lh_put_u64(char *p, uint64_t v)

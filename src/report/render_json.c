@@ -176,7 +176,8 @@ static void jw_close(struct jw *w, char bracket)
 	w->depth--;
 }
 
-static void jw_u64(struct jw *w, const char *name, uint64_t v)
+/* inlined, as jw_item: its name is a literal, whose length folds */
+static __always_inline void jw_u64(struct jw *w, const char *name, uint64_t v)
 {
 	char *d;
 
@@ -185,14 +186,15 @@ static void jw_u64(struct jw *w, const char *name, uint64_t v)
 	lh_out_wrote(w->o, (size_t)(lh_put_u64(d, v) - d));
 }
 
-static void jw_null(struct jw *w, const char *name)
+static __always_inline void jw_null(struct jw *w, const char *name)
 {
 	jw_item(w, name);
 	jw_put(w, "null", 4);
 }
 
 /* A slot bound in ns, null for the unbounded one (UINT64_MAX units). */
-static void jw_bound(struct jw *w, const char *name, uint64_t units, uint64_t unit_ns)
+static __always_inline void jw_bound(struct jw *w, const char *name, uint64_t units,
+				     uint64_t unit_ns)
 {
 	if (units == UINT64_MAX)
 		jw_null(w, name);

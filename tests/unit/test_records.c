@@ -340,6 +340,21 @@ static void test_u64(void **state)
 		assert_int_equal(got[l.len - 1], '\n');
 		got[l.len - 1] = 0;
 		assert_string_equal(got, want);
+		/* lh_put_u64 and lh_u64_len (the renderers' numbers) agree with printf */
+		assert_int_equal(lh_u64_len(v), strlen(want));
+		*lh_put_u64(got, v) = 0;
+		assert_string_equal(got, want);
+	}
+	/* every power of ten and its neighbours, where the digit count turns */
+	for (uint64_t p = 1;; p *= 10) {
+		uint64_t c[] = { p - 1, p, p + 1 };
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(want, sizeof(want), "%" PRIu64, c[i]);
+			assert_int_equal(lh_u64_len(c[i]), strlen(want));
+		}
+		if (p > UINT64_MAX / 10)
+			break;
 	}
 }
 
