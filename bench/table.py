@@ -491,6 +491,8 @@ def section_report():
                     os.path.join(tmp, "pt.json")], check=True, capture_output=True)
     d = json.load(open(os.path.join(tmp, "pt.json")))
     h0 = d["histograms"][0]
+    # the ends the run lost (unpaired, ...) stay: events = paired + those, as report checks
+    other_ends = d["loss"]["events"] - d["loss"]["paired"]
     files = []
     for f in range(10):
         hs = []
@@ -501,7 +503,8 @@ def section_report():
         d["histograms"] = hs
         d["meta"]["run_id"] = f"{f:032x}"
         d["meta"]["start_realtime_ns"] = base + f * 10 ** 10
-        d["loss"]["paired"] = d["loss"]["events"] = sum(h["count"] for h in hs)
+        d["loss"]["paired"] = sum(h["count"] for h in hs)
+        d["loss"]["events"] = d["loss"]["paired"] + other_ends
         path = os.path.join(tmp, f"k{f}.json")
         json.dump(d, open(path, "w"))
         files.append(path)
