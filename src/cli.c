@@ -333,9 +333,13 @@ static void name_too_long(const char *tool, const char *opt, const char *arg, bo
 	size_t extra = atomic ? lh_tmp_name_extra() + 2 : 0;
 
 	if (strlen(arg) + extra >= PATH_MAX) {
-		lh_usage_error(tool, "%s: the path is %zu bytes (%zu with its temporary name), "
-			       "over the %d of PATH_MAX; give a shorter one", opt, strlen(arg),
-			       strlen(arg) + extra, PATH_MAX - 1);
+		if (atomic)
+			lh_usage_error(tool, "%s: the path is %zu bytes (%zu with its temporary "
+				       "name), over the %d of PATH_MAX; give a shorter one", opt,
+				       strlen(arg), strlen(arg) + extra, PATH_MAX - 1);
+		else
+			lh_usage_error(tool, "%s: the path is %zu bytes, over the %d of PATH_MAX; "
+				       "give a shorter one", opt, strlen(arg), PATH_MAX - 1);
 		return;
 	}
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - arg) + 1 : 1,
@@ -348,6 +352,13 @@ static void name_too_long(const char *tool, const char *opt, const char *arg, bo
 	else
 		lh_usage_error(tool, "%s: a folder in '%s' has a name longer than its file system "
 			       "takes; give another path", opt, arg);
+}
+
+/* An output path ending in '/' (lh_output_check's -EISDIR for it): a folder's name. */
+static void ends_in_slash(const char *tool, const char *opt, const char *arg)
+{
+	lh_usage_error(tool, "%s '%s': ends in '/', which names a folder; give a file name", opt,
+		       arg);
 }
 
 static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
@@ -381,6 +392,8 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 			       "/sys); give a file in a writable folder", arg);
 	else if (err == -ENAMETOOLONG)
 		name_too_long(tool, "-o", arg, true);
+	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
+		ends_in_slash(tool, "-o", arg);
 	else
 		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
 			       "folder", arg, strerror(-err));
@@ -422,6 +435,8 @@ int lh_check_file_opt(const char *opt, const char *arg, const char *what, bool a
 			       "too; give a file with one name", opt, arg);
 	else if (err == -ENAMETOOLONG)
 		name_too_long(tool, opt, arg, atomic);
+	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
+		ends_in_slash(tool, opt, arg);
 	else
 		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
 			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :
@@ -937,8 +952,9 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool)
 	}
 	if (o->series_path && ((o->output && lh_same_file(o->series_path, o->output)) ||
 			       (o->events_path && lh_same_file(o->series_path, o->events_path)))) {
-		lh_usage_error(tool, "--series names the same file as -o or --events; give "
-			       "another file");
+		lh_usage_error(tool, "--series and %s name the same file '%s'; give two files",
+			       o->output && lh_same_file(o->series_path, o->output) ? "-o" :
+			       "--events", o->series_path);
 		return -EINVAL;
 	}
 	if (o->ringbuf_set && o->slower_than_ns == UINT64_MAX) {

@@ -1395,7 +1395,10 @@ static int merge_load(struct merge *m, json_object *meta)
 		json_object *r = NULL;
 		double want = cpu ? (double)steal / (double)cpu : 0;
 
-		json_object_object_get_ex(ld, "steal_ratio", &r);
+		/* present and null: lathist writes null only for no CPU time */
+		if (json_object_object_get_ex(ld, "steal_ratio", &r) && !r && cpu)
+			return bad(m, "meta.load.steal_ratio is null beside cpu_ns %" PRIu64
+				   ": it is steal_ns / cpu_ns (%.6f)", cpu, (double)steal / (double)cpu);
 		if (r && !cpu)
 			return bad(m, "meta.load.steal_ratio is %.32s with cpu_ns 0: a ratio of no "
 				   "CPU time is null", json_object_to_json_string_ext(r,

@@ -353,7 +353,9 @@ def test_report_marks_mixed_contexts():
                 (None, {"loadavg_1m_max": "high"}, "meta.load.loadavg_1m_max is \"high\""),
                 (None, {"steal_ns": 10**12, "cpu_ns": 1}, "is more than cpu_ns"),
                 (None, {"steal_ns": 0, "cpu_ns": 0, "steal_ratio": 0.0},
-                 "with cpu_ns 0: a ratio of no CPU time is null")):
+                 "with cpu_ns 0: a ratio of no CPU time is null"),
+                (None, {"steal_ns": 10**8, "cpu_ns": 10**9, "steal_ratio": None},
+                 "steal_ratio is null beside cpu_ns 1000000000")):
             with open(a) as f:
                 d = json.load(f)
             if isinstance(ctx_edit, dict):

@@ -213,7 +213,7 @@ def test_same_file_under_two_spellings_is_refused():
                 for args, said in ((["--slower-than", "0", "--events", other],
                                     "--events and -o name the same file"),
                                    (["-i", "0.1", "--series", other],
-                                    "--series names the same file as -o")):
+                                    f"--series and -o name the same file '{other}'")):
                     rc, out, err = run("runq", "-d", "0.3", "-f", "json", "-o", f"{a}/w.json",
                                        *args)
                     check(rc == 2 and said in err and len(err.strip().splitlines()) == 1,

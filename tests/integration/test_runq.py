@@ -601,6 +601,7 @@ BAD = [
     # found before tracing, not when the report is written at the end
     (["-o", "/tmp/" + "a" * 250], 2, "-o: its file name is 250 bytes, over the"),
     (["-o", "/tmp/" + "b/" * 2100 + "x"], 2, "of PATH_MAX; give a shorter one"),
+    (["-o", "/tmp/lathist-no-such-folder/"], 2, "ends in '/', which names a folder"),
     (["--slower-than", "99999999999s"], 2, "too long"),
     (["--slower-than", "1h"], 2, "too long"),
     (["-d", "1", "-d", "2"], 2, "-d given twice"),
