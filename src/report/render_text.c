@@ -86,6 +86,13 @@ static void print_row(struct lh_out *o, uint64_t lo, uint64_t hi, uint64_t val, 
 	lh_out_wrote(o, (size_t)(p - row));
 }
 
+/* m's filters, each as " name=value" (the header's filters line, a filtered total). */
+static void put_filters(struct lh_out *o, const struct lh_meta *m)
+{
+	for (int i = 0; i < m->nfilters; i++)
+		lh_out_printf(o, " %s=%s", m->filters[i].name, m->filters[i].value);
+}
+
 /* The key's fields; the total is "all tasks", and "all tasks (filtered: ...)"
  * with m's filters, which select what the total holds (-p, -t, --cgroup, ...). */
 static void print_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m)
@@ -98,8 +105,7 @@ static void print_key(struct lh_out *o, const struct lh_key *k, const struct lh_
 		if (!m->nfilters)
 			return;
 		lh_out_str(o, " (filtered:");
-		for (int i = 0; i < m->nfilters; i++)
-			lh_out_printf(o, " %s=%s", m->filters[i].name, m->filters[i].value);
+		put_filters(o, m);
 		lh_out_char(o, ')');
 		return;
 	}
@@ -367,8 +373,7 @@ static void print_header(struct lh_out *o, const struct lh_meta *m)
 	lh_out_str(o, "\nfilters:");
 	if (!m->nfilters)
 		lh_out_str(o, " none");
-	for (int i = 0; i < m->nfilters; i++)
-		lh_out_printf(o, " %s=%s", m->filters[i].name, m->filters[i].value);
+	put_filters(o, m);
 	if (m->filter_exit_realtime_ns && m->filter_exit_realtime_ns >= m->start_realtime_ns)
 		lh_out_printf(o, " (exited %.2f s into this aggregate)",
 			(double)(m->filter_exit_realtime_ns - m->start_realtime_ns) / 1e9);
