@@ -361,6 +361,25 @@ static void ends_in_slash(const char *tool, const char *opt, const char *arg)
 		       arg);
 }
 
+/* Why output arg of option opt cannot be written (err: lh_output_check's), in
+ * one line: "OPT 'ARG': cannot be written (why); give WHAT in a writable folder"
+ * or the reason's own words. */
+static void say_file_error(const char *tool, const char *opt, const char *arg, int err,
+			   const char *what, bool atomic)
+{
+	if (err == -EMLINK)
+		lh_usage_error(tool, "%s '%s': has other hard links, whose content would change "
+			       "too; give a file with one name", opt, arg);
+	else if (err == -ENAMETOOLONG)
+		name_too_long(tool, opt, arg, atomic);
+	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
+		ends_in_slash(tool, opt, arg);
+	else
+		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
+			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :
+			       err == -EINVAL ? "not a regular file" : strerror(-err), what);
+}
+
 static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
 {
 	int err;
@@ -384,19 +403,11 @@ static int opt_output(struct lh_common_opts *o, const char *arg, const char *too
 	else if (err == -EINVAL)
 		lh_usage_error(tool, "-o '%s': is not a regular file (a device, FIFO or socket); "
 			       "give a file path, or - for standard output", arg);
-	else if (err == -EMLINK)
-		lh_usage_error(tool, "-o '%s': has other hard links, whose content would change "
-			       "too; give a file with one name", arg);
 	else if (err == -EROFS)
 		lh_usage_error(tool, "-o '%s': its folder takes no new file (read-only, or /proc or "
 			       "/sys); give a file in a writable folder", arg);
-	else if (err == -ENAMETOOLONG)
-		name_too_long(tool, "-o", arg, true);
-	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
-		ends_in_slash(tool, "-o", arg);
 	else
-		lh_usage_error(tool, "-o '%s': cannot be written (%s); give a file in a writable "
-			       "folder", arg, strerror(-err));
+		say_file_error(tool, "-o", arg, err, "a file", true);
 	return -EINVAL;
 }
 
@@ -430,17 +441,7 @@ int lh_check_file_opt(const char *opt, const char *arg, const char *what, bool a
 
 	if (!err)
 		return 0;
-	if (err == -EMLINK)
-		lh_usage_error(tool, "%s '%s': has other hard links, whose content would change "
-			       "too; give a file with one name", opt, arg);
-	else if (err == -ENAMETOOLONG)
-		name_too_long(tool, opt, arg, atomic);
-	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
-		ends_in_slash(tool, opt, arg);
-	else
-		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
-			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :
-			       err == -EINVAL ? "not a regular file" : strerror(-err), what);
+	say_file_error(tool, opt, arg, err, what, atomic);
 	return -EINVAL;
 }
 
