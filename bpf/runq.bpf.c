@@ -69,6 +69,29 @@ struct {
 	__type(value, struct runq_start);
 } runq_task_start SEC(".maps");
 
+/*
+ * tp_btf: the pairing state of a task that has no task storage yet, in a slot
+ * of this table (index: a hash of its kernel stack's address, which an exec
+ * from a thread keeps; owner: ->task, its task_struct, with ->birth_ns, its
+ * start_time). Making task storage (bpf_task_storage_get() with F_CREATE:
+ * two allocations and two locks, kernel/bpf/bpf_local_storage.c) took ~10x a
+ * wakeup in sched_wakeup_new, and most tasks of a fork-heavy load exit
+ * before they need it. A task keeps its slot until its last switch
+ * (prev_state TASK_DEAD), or moves to task storage at an event that starts a
+ * wait once RUNQ_SLOT_ACC of its switch-ins are accounted; a slot owned by
+ * another task, and PID 1's threads (whose switch-outs some kernels do not
+ * trace: the slot would outlive them), get task storage at once. A slot whose
+ * owner's last switch was missed is taken over when its task_struct is reused
+ * (start time differs: counted stale_start if it held a start).
+ */
+#define RUNQ_SLOT_BITS 10
+#define RUNQ_SLOTS (1 << RUNQ_SLOT_BITS)
+#define RUNQ_SLOT_ACC 16
+struct runq_start runq_slots[RUNQ_SLOTS];
+/* For -v: slots taken, states moved from a slot to task storage, and tasks
+ * that got task storage at once (their slot was another's, or PID 1's thread). */
+__u64 slot_taken, slot_moved, slot_busy;
+
 /* raw_tp fallback only; max_entries set by the loader (--max-tasks) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -254,6 +277,126 @@ static __always_inline struct runq_start *pid_start(__u32 tid, bool create, stru
 }
 
 /*
+ * t's slot of runq_slots (tp_btf only). The index is from what an exec from a
+ * thread keeps (it changes the pid): the task's random stack canary
+ * (CONFIG_STACKPROTECTOR, set at fork: kernel/fork.c dup_task_struct()), else
+ * a hash of its kernel stack's address (a probe read: tp_btf loads a void *
+ * as memory, not as a number).
+ */
+static __always_inline struct runq_start *slot_of(struct task_struct *t)
+{
+	__u64 h;
+
+	if (bpf_core_field_exists(t->stack_canary)) {
+		h = t->stack_canary;
+	} else {
+		h = 0;
+		bpf_probe_read_kernel(&h, sizeof(h), &t->stack);
+		h = (h >> 14) * 0x9E3779B97F4A7C15ULL;
+	}
+	return &runq_slots[(h >> (64 - RUNQ_SLOT_BITS)) & (RUNQ_SLOTS - 1)];
+}
+
+/* Empty slot s for its owner, born at birth (its match: written last). */
+static __always_inline void slot_reset(struct runq_start *s, __u64 birth, __u32 flags)
+{
+	s->ts = 0;
+	s->nsw = 0;
+	s->acc = 0;
+	s->kind = 0;
+	s->cpu = 0;
+	s->flags = flags;
+	s->sweep_acc = 0;
+	s->dropped = 0;
+	barrier();
+	s->birth_ns = birth;
+}
+
+/* t's slot if it holds t's state (exact: the sweeps run beside the programs). */
+static __always_inline struct runq_start *slot_match(struct task_struct *t)
+{
+	struct runq_start *s = slot_of(t);
+
+	return s->task == (__u64)t && s->birth_ns == t->start_time ? s : NULL;
+}
+
+/* t's last switch: its slot is free again. */
+static __always_inline void slot_release(struct task_struct *t)
+{
+	struct runq_start *s = slot_of(t);
+
+	if (s->task != (__u64)t)
+		return;
+	s->birth_ns = 0;
+	barrier();
+	s->task = 0;
+}
+
+/*
+ * t's state in its slot; a free slot is taken when create is set. NULL when
+ * the slot is another task's (or t is one of PID 1's threads). A slot left by
+ * a task whose task_struct t now has (that task's last switch was missed; or
+ * t exec'd from a thread, which gave it its leader's start time) is emptied
+ * and counted like a pid entry taken over.
+ */
+static __always_inline struct runq_start *slot_get(struct task_struct *t, bool create,
+						   struct lh_counters *c)
+{
+	struct runq_start *s = slot_of(t);
+	__u64 birth = t->start_time;
+
+	if (s->task == (__u64)t) {
+		if (s->birth_ns == birth)
+			return s;
+		if (s->ts)
+			c->v[LH_LOSS_STALE]++;
+		slot_reset(s, birth, RUNQ_TAKEN_OVER);
+		return s;
+	}
+	if (!create)
+		return NULL;
+	if (s->task || t->tgid == 1 || __sync_val_compare_and_swap(&s->task, 0, (__u64)t) != 0) {
+		__sync_fetch_and_add(&slot_busy, 1);
+		return NULL;
+	}
+	__sync_fetch_and_add(&slot_taken, 1);
+	slot_reset(s, birth, 0);
+	return s;
+}
+
+/*
+ * tp_btf: t's state, in its task storage or its slot (see runq_slots); made
+ * when create is set. NULL when there is none or none could be made (counted).
+ */
+static __always_inline struct runq_start *btf_state(struct task_struct *t, bool create,
+						    struct lh_counters *c)
+{
+	struct runq_start *s = bpf_task_storage_get(&runq_task_start, t, 0, 0), *slot;
+
+	if (s)
+		return s;
+	slot = slot_get(t, create, c);
+	/* a task that lives on moves to task storage: the slot is for the next */
+	if (slot && (!create || !(slot->flags & RUNQ_ACC_OK) || slot->acc < RUNQ_SLOT_ACC))
+		return slot;
+	if (!create)
+		return NULL;
+	s = bpf_task_storage_get(&runq_task_start, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		if (slot)
+			return slot;
+		c->v[LH_LOSS_STORAGE]++;
+		return NULL;
+	}
+	if (slot) {
+		*s = *slot;
+		slot_release(t);
+		__sync_fetch_and_add(&slot_moved, 1);
+	}
+	return s;
+}
+
+/*
  * The task's pairing state; created when create is set. NULL when there is
  * none or it could not be created (counted). A pid entry left by another task
  * with the same pid (its exit was missed; or an exec from a thread, which
@@ -267,13 +410,8 @@ static __always_inline struct runq_start *start_get(struct task_struct *t, __u32
 	struct runq_start *s;
 	__u64 birth;
 
-	if (btf) {
-		s = bpf_task_storage_get(&runq_task_start, t, 0,
-					 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-		if (!s && create)
-			c->v[LH_LOSS_STORAGE]++;
-		return s;
-	}
+	if (btf)
+		return btf_state(t, create, c);
 	birth = BPF_CORE_READ(t, start_time);
 	s = pid_start(tid, create, c);
 	if (!s)
@@ -303,9 +441,13 @@ static __always_inline struct runq_start *sweep_state(struct task_struct *t, __u
 {
 	struct runq_start *s, init = {};
 
-	if (use_task_storage)
+	if (use_task_storage) {
+		s = bpf_task_storage_get(&runq_task_start, t, 0, 0);
+		if (s || (s = slot_match(t)) || !create)
+			return s;
 		return bpf_task_storage_get(&runq_task_start, t, 0,
-					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	}
 	s = bpf_map_lookup_elem(&runq_pid_start, &tid);
 	if (s && s->task && s->task != (__u64)t)
 		return NULL;
@@ -569,29 +711,37 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	prev_state = sched_switch_prev_state(args, switch_has_prev_state, prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
 	/* its last switch (sched_process_exit accounted it): a preemption after
-	 * that made a pid entry again (task storage goes with the task) */
-	dead = !btf && !runnable && (prev_state & TASK_DEAD);
-	if (dead) {
+	 * that made a pid entry again; task storage goes with the task, a
+	 * slot is freed here (after what this switch accounts) */
+	dead = !runnable && (prev_state & TASK_DEAD);
+	if (dead && !btf) {
 		bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return 0;
 	}
-	if (!runnable && cont)		/* going to sleep: its wakeup starts the next wait */
+	if (!runnable && cont) {	/* going to sleep: its wakeup starts the next wait */
+		if (btf && dead)
+			slot_release(prev);
 		return 0;
+	}
 	if (!task_selected(prev, ptid, tgid)) {
 		if (runnable)
 			c->v[LH_EV_FILTERED]++;
+		else if (btf && dead)
+			slot_release(prev);
 		return 0;
 	}
 	s = start_get(prev, ptid, btf, true, c);
-	if (!s)
-		return 0;
-	n = switch_count(prev, btf);
-	/* it ran: a start it still has lost its switch-in */
-	if (s->ts)
-		start_drop(s, prev, btf, c, buf);
-	/* this slice's switch-in (its n-th) was not seen when cont is false */
-	account(s, prev, n, cont || !n ? n : n - 1, btf, c, buf);
-	if (!runnable)
+	if (s) {
+		n = switch_count(prev, btf);
+		/* it ran: a start it still has lost its switch-in */
+		if (s->ts)
+			start_drop(s, prev, btf, c, buf);
+		/* this slice's switch-in (its n-th) was not seen when cont is false */
+		account(s, prev, n, cont || !n ? n : n - 1, btf, c, buf);
+	}
+	if (btf && dead)
+		slot_release(prev);
+	if (!s || !runnable)
 		return 0;
 	now = bpf_ktime_get_ns();
 	start_set(s, RUNQ_PREEMPT, now, n, c);

@@ -104,8 +104,13 @@ static void record_maps(struct lh_session *s)
 	bpf_object__for_each_map(map, s->obj) {
 		struct lh_map_size *ms;
 
-		if (bpf_map__fd(map) < 0 || m->nmaps >= LH_MAX_MAPS)
+		if (bpf_map__fd(map) < 0)
 			continue;
+		if (m->nmaps >= LH_MAX_MAPS) {	/* a new map needs a larger LH_MAX_MAPS */
+			fprintf(stderr, "lathist: map %s is left out of meta.maps (LH_MAX_MAPS %d)\n",
+				bpf_map__name(map), LH_MAX_MAPS);
+			continue;
+		}
 		ms = &m->maps[m->nmaps++];
 		ms->name = bpf_map__name(map);
 		ms->max_entries = bpf_map__max_entries(map);

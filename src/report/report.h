@@ -17,7 +17,7 @@
 #define LH_SCHEMA "lathist/1"
 #define LH_MAX_ATTACH 8
 #define LH_MAX_FILTERS 8
-#define LH_MAX_MAPS 16
+#define LH_MAX_MAPS 32
 #define LH_MAX_GAP_CPUS 8192	/* CPUs with their own missed_switch count (NR_CPUS max) */
 
 struct lh_attach {

@@ -911,6 +911,13 @@ static void sweep(struct lh_session *s, bool last)
 			qsort(seen, n, sizeof(uint32_t), by_u32);
 		x->hidden = hidden_tasks(x->o, before, nb, since, (uint32_t *)seen, n);
 	}
+	if (last && s->c->verbose && x->skel->rodata->use_task_storage)
+		fprintf(stderr, "pairing state in slots (bpf/runq.bpf.c runq_slots): %llu tasks, "
+			"%llu moved to task storage since; %llu tasks got task storage at once "
+			"(their slot was another task's)\n",
+			(unsigned long long)x->skel->bss->slot_taken,
+			(unsigned long long)x->skel->bss->slot_moved,
+			(unsigned long long)x->skel->bss->slot_busy);
 	free(before);
 	free(seen);
 }

@@ -260,6 +260,64 @@ def test_pid_reuse_raw_tp():
     churn("raw_tp")
 
 
+def new_tasks(attach):
+    """1,500 processes born while tracing and alive at once, each waking 3 times and (if
+    the last one is not born yet) once more to exit. On tp_btf a new task's pairing state is kept in a slot (bpf/runq.bpf.c
+    runq_slots) until it needs task storage: there are 1,024 slots, so some children find
+    theirs taken and get task storage at once. Each child's waits are its schedstat
+    pcount (read by its parent once it is dead: final, its exit included), less exactly
+    the losses charged to its own key."""
+    n = 1500
+    work = Workload("forks", n, 3)
+    work.start()
+    tool = Lathist("runq", "-f", "json", "--per-thread", "-v", "--attach", attach).start()
+    work.go()
+    rows = work.wait()
+    rc, out, err = tool.stop()
+    check(rc == 0, f"lathist rc {rc}: {err[-2000:]}")
+    doc = json.loads(out)
+    check(doc["meta"]["attach"]["sched_wakeup_new"] == attach, f"attach {doc['meta']['attach']}")
+    per_thread = per_task(doc)
+    charged = {}
+    for k in doc["loss"].get("charged_to_keys", []):
+        charged.setdefault(k["tid"], []).append(k["lost"])
+    forks = [r for r in rows if r["role"] == "fork"]
+    check(len(forks) == n and len({r["tid"] for r in forks}) == n,
+          f"{len(forks)} children reported, {len({r['tid'] for r in forks})} tids")
+    paired = 0
+    for r in forks:
+        keys = [v for k, v in per_thread.items() if k[0] == r["tid"] and v["comm"] == "runqwork"]
+        check(len(keys) <= 1, f"child {r['tid']}: {len(keys)} keys")
+        got = keys[0]["count"] if keys else 0
+        lost = sum(charged.get(r["tid"], []))
+        # its first run and one per sleep; one more when the gate was still shut
+        check(r["pcount"] >= 4, f"child {r['tid']}: pcount {r['pcount']}, want 3 sleeps + 1")
+        check(got + lost == r["pcount"],
+              f"child {r['tid']}: {got} waits + {lost} lost charged to it, schedstat pcount "
+              f"{r['pcount']}: {doc['loss']}")
+        paired += got
+    check(paired >= 0.98 * sum(r["pcount"] for r in forks), f"paired {paired}: {doc['loss']}")
+    check(doc["loss"]["stale_start"] == 0 and doc["loss"]["storage_failed"] == 0,
+          f"losses {doc['loss']}")
+    if attach == "tp_btf":
+        m = re.search(r"pairing state in slots \([^)]*\): (\d+) tasks, (\d+) moved to task storage "
+                      r"since; (\d+) tasks got task storage at once", err)
+        check(m, f"no slot line in -v: {err[-2000:]}")
+        taken, moved, busy = (int(v) for v in m.groups())
+        # pigeonhole: 1,500 alive at once in 1,024 slots
+        check(taken >= 600 and busy >= n - 1024 and taken + busy >= n,
+              f"slots: {taken} taken, {busy} busy, for {n} new tasks")
+        check(moved <= taken, f"slots: {moved} moved of {taken}")
+
+
+def test_new_tasks_tp_btf():
+    new_tasks("tp_btf")
+
+
+def test_new_tasks_raw_tp():
+    new_tasks("raw_tp")
+
+
 def cgroup_woken(attach):
     """C4: --cgroup counts the woken task's waits, not the waker's."""
     path = os.path.join(cgroup2_mount(), f"lathist-test-{os.getpid()}")

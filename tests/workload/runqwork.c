@@ -17,6 +17,10 @@
  *   runqwork crowd THREADS MS                 THREADS threads, made before "ready",
  *                                             each sleeping MS ms in a loop; "go" ends
  *                                             them (each reports as it ends)
+ *   runqwork forks CHILDREN SLEEPS            CHILDREN processes alive at once, each
+ *                                             sleeping 1 ms SLEEPS times, then woken
+ *                                             together to exit (read by the parent once
+ *                                             dead: schedstat final, exit included)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -400,6 +404,55 @@ static int run_pipe(const char *cgroup, int rounds)
 	return 0;
 }
 
+/* ---- forks ---- */
+
+static int run_forks(int n, int nsleep)
+{
+	pid_t *pids = calloc((size_t)n, sizeof(*pids));
+	int gate[2], made = 0, err = 0;
+
+	if (!pids || pipe(gate))
+		return 1;
+	wait_go();
+	for (; made < n; made++) {
+		pid_t pid = fork();
+		char c;
+
+		if (pid < 0)
+			break;
+		if (pid == 0) {
+			close(gate[1]);
+			for (int i = 0; i < nsleep; i++) {
+				sleep_ns(1000000);
+				spin_ns(20000);
+			}
+			if (read(gate[0], &c, 1) != 0)	/* EOF: the parent made them all */
+				_exit(1);
+			_exit(0);
+		}
+		pids[made] = pid;
+	}
+	close(gate[1]);
+	for (int i = 0; i < made; i++) {
+		unsigned long long oncpu, delay, pcount;
+		siginfo_t info;
+		char path[64];
+		int status;
+
+		/* dead but not reaped: its schedstat is final, exit path included */
+		if (waitid(P_PID, (id_t)pids[i], &info, WEXITED | WNOWAIT))
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", pids[i]);
+		schedstat_of(path, &oncpu, &delay, &pcount);
+		report_line("fork", i, pids[i], pids[i], oncpu, delay, pcount);
+		if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			err = 1;
+	}
+	free(pids);
+	return made == n ? err : 1;
+}
+
 int main(int argc, char **argv)
 {
 	int rc = 2;
@@ -414,9 +467,11 @@ int main(int argc, char **argv)
 		rc = run_pipe(argv[2], atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "crowd"))
 		rc = run_crowd(atoi(argv[2]), atoi(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "forks"))
+		rc = run_forks(atoi(argv[2]), atoi(argv[3]));
 	else
 		fprintf(stderr, "usage: runqwork mix CPU SPINNERS SLEEPERS MS | churn THREADS REUSE"
-			" | pipe CGROUP ROUNDS | crowd THREADS MS\n");
+			" | pipe CGROUP ROUNDS | crowd THREADS MS | forks CHILDREN SLEEPS\n");
 	reports_print();
 	if (rc == 0)
 		printf("done\n");
