@@ -9,6 +9,7 @@
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from this kernel's BTF
 #   make bench    lathist beside runqlat.bt, libbpf-tools and the empty-program floor, one
 #                 table per cost (bench/table.py: README's Performance tables)
+#                 (BASE=REV: REV's default runq beside it, in sections 1 and 8)
 #   make bench-detail  the per-feature benchmarks (bench/runq_overhead.py, bio_overhead.py,
 #                 records_overhead.py, counters_overhead.py, serve_overhead.py)
 #   make bench-compare BASE=REV   runq's hot path against REV's build, interleaved
@@ -232,7 +233,13 @@ bench-loader: deps
 bench: deps
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty $(OUT)/tests/runqwork
+ifneq ($(filter command line environment,$(origin BASE)),)
+	@rm -rf $(OUT)/base && mkdir -p $(OUT)/base && git archive $(BASE) | tar -x -C $(OUT)/base
+	@$(MAKE) --no-print-directory -C $(OUT)/base lathist >/dev/null
+	BASE_LATHIST=$(abspath $(OUT)/base/lathist) $(PYTHON) bench/table.py
+else
 	$(PYTHON) bench/table.py
+endif
 
 bench-detail: deps
 	@scripts/deps.sh bench

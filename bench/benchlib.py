@@ -13,6 +13,13 @@ LOOPS = int(os.environ.get("LOOPS", "200000"))
 ROUNDS = int(os.environ.get("ROUNDS", "7"))
 
 
+def mount_tracefs():
+    """bpftrace attaches tracepoints through tracefs, which a fresh machine may not have
+    mounted (lathist needs none)."""
+    if subprocess.run(["mountpoint", "-q", "/sys/kernel/tracing"]).returncode:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
+
+
 def ctxt():
     with open("/proc/stat") as f:
         for line in f:

@@ -17,7 +17,7 @@ import sys
 import time
 
 import benchlib
-from benchlib import EMPTY, LATHIST, ROUNDS, Tracer, loop_device, prog_stats
+from benchlib import EMPTY, LATHIST, ROUNDS, Tracer, loop_device, mount_tracefs, prog_stats
 
 SECONDS = int(os.environ.get("SECONDS", "4"))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,6 +28,7 @@ def fio(dev, seconds=SECONDS):
 
 
 def main():
+    mount_tracefs()
     if os.geteuid() != 0:
         sys.exit("bench needs root")
     dev, cleanup = loop_device()

@@ -21,8 +21,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import (EMPTY, LATHIST, LOOPS, ROUNDS, Tracer, ctxt, pipe_bench, prog_stats,
-                      schedstat_ns)
+from benchlib import (EMPTY, LATHIST, LOOPS, ROUNDS, Tracer, ctxt, mount_tracefs, pipe_bench,
+                      prog_stats, schedstat_ns)
 
 
 def runqlat_bt():
@@ -90,6 +90,7 @@ def map_memory():
 
 
 def main():
+    mount_tracefs()
     if os.geteuid() != 0:
         sys.exit("bench needs root")
     print(f"lathist runq overhead on {os.uname().release}, {os.cpu_count()} CPUs, "

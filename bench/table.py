@@ -33,7 +33,9 @@ cell is the median over ROUNDS rounds with the min and max in brackets.
 
 Environment: ROUNDS (5), LOOPS (200000), THREADS (10000), SECONDS (4, per fio and loader
 run), FORKS (2000), RUNQLAT / BIOLATENCY (libbpf-tools builds; default /usr/sbin/runqlat, biolatency),
-ONLY (comma-separated section numbers). Needs root, perf, bpftrace, fio, libbpf-tools.
+ONLY (comma-separated section numbers), BASE_LATHIST (another lathist binary: its default runq
+is a condition of sections 1 and 8; `make bench BASE=REV` builds REV for it). Needs root, perf,
+bpftrace, fio, libbpf-tools.
 """
 import json
 import os
@@ -46,13 +48,17 @@ import threading
 import time
 
 import benchlib
-from benchlib import EMPTY, LATHIST, LOOPS, ROOT, BpfStats, ctxt, loop_device, pipe_bench
+from benchlib import (EMPTY, LATHIST, LOOPS, ROOT, BpfStats, ctxt, loop_device, mount_tracefs,
+                      pipe_bench)
 from benchlib import Tracer as _Tracer
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 THREADS = int(os.environ.get("THREADS", "10000"))
 SECONDS = float(os.environ.get("SECONDS", "4"))
 RUNQLAT = os.environ.get("RUNQLAT", "/usr/sbin/runqlat")
+# another lathist build (make bench BASE=REV builds one) to compare runq's default against
+BASE_LATHIST = os.environ.get("BASE_LATHIST", "")
+BASE_NAME = f"lathist runq, {os.environ.get('BASE', 'base')} build"
 BIOLATENCY = os.environ.get("BIOLATENCY", "/usr/sbin/biolatency")
 FORKS = int(os.environ.get("FORKS", "2000"))
 ONLY = {int(x) for x in os.environ.get("ONLY", "").split(",") if x}
@@ -205,6 +211,8 @@ def runq_conditions(bt):
     if os.access(RUNQLAT, os.X_OK):
         c["libbpf-tools runqlat"] = lambda: libbpf_tool(RUNQLAT)
         c["libbpf-tools runqlat -L"] = lambda: libbpf_tool(RUNQLAT, "-L")
+    if BASE_LATHIST:
+        c[BASE_NAME] = lambda: Tracer([BASE_LATHIST, "runq"], "Tracing")
     return c, shm
 
 
@@ -553,7 +561,7 @@ def fork_loop():
 def section_fork():
     bt = runqlat_bt()
     conds, shm = runq_conditions(bt)
-    conds = {n: conds[n] for n in ("3 empty tp_btf programs (floor)", "lathist runq",
+    conds = {n: conds[n] for n in ("3 empty tp_btf programs (floor)", "lathist runq", BASE_NAME,
                                    "bpftrace runqlat.bt", "libbpf-tools runqlat") if n in conds}
     conds["lathist runq --attach raw_tp"] = lambda: Tracer(
         [LATHIST, "runq", "--attach", "raw_tp"], "Tracing")
@@ -593,6 +601,7 @@ def machine():
 
 
 def main():
+    mount_tracefs()
     if os.geteuid() != 0:
         sys.exit("make bench needs root")
     print(f"## lathist bench, {time.strftime('%Y-%m-%d')}, {machine()}")

@@ -71,9 +71,8 @@ struct {
 
 /*
  * tp_btf: the pairing state of a task that has no task storage yet, in a slot
- * of this table (index: a hash of its kernel stack's address, which an exec
- * from a thread keeps; owner: ->task, its task_struct, with ->birth_ns, its
- * start_time). Making task storage (bpf_task_storage_get() with F_CREATE:
+ * of this table (index: slot_of(); owner: ->task, its task_struct, with
+ * ->birth_ns, its start_time). Making task storage (bpf_task_storage_get() with F_CREATE:
  * two allocations and two locks, kernel/bpf/bpf_local_storage.c) took ~10x a
  * wakeup in sched_wakeup_new, and most tasks of a fork-heavy load exit
  * before they need it. A task keeps its slot until its last switch
@@ -87,7 +86,8 @@ struct {
 #define RUNQ_SLOT_BITS 10
 #define RUNQ_SLOTS (1 << RUNQ_SLOT_BITS)
 #define RUNQ_SLOT_ACC 16
-struct runq_start runq_slots[RUNQ_SLOTS];
+struct runq_start runq_slots[RUNQ_SLOTS] __attribute__((aligned(64)));
+_Static_assert(sizeof(struct runq_start) == 64, "a slot is one cache line");
 /* For -v: slots taken, states moved from a slot to task storage, and tasks
  * that got task storage at once (their slot was another's, or PID 1's thread). */
 __u64 slot_taken, slot_moved, slot_busy;

@@ -39,15 +39,14 @@ struct runq_start {
 					 * hands the leader's pid and start time to it) */
 	unsigned long long nsw;		/* the task's switch count at the start */
 	unsigned long long acc;		/* switch-ins accounted (valid with RUNQ_ACC_OK) */
-	unsigned int kind;		/* enum runq_kind */
 	unsigned int cpu;		/* CPU of the wakeup or preemption */
-	unsigned int flags;		/* enum runq_start_flags */
-	unsigned int pad0;
+	unsigned short kind;		/* enum runq_kind */
+	unsigned short flags;		/* enum runq_start_flags */
 	unsigned long long sweep_acc;	/* the start sweep's baseline plus one (0: none),
 					 * one store; taken (set to 0) by the task's first
 					 * event seen, which makes it acc */
 	unsigned long long dropped;	/* starts dropped (missed_switch_in) since acc was set */
-};
+};	/* 64 bytes: one cache line in runq_slots (bpf/runq.bpf.c) */
 
 enum runq_start_flags {
 	RUNQ_ACC_OK = 1,	/* acc is known */
