@@ -277,23 +277,22 @@ static __always_inline struct runq_start *pid_start(__u32 tid, bool create, stru
 }
 
 /*
- * t's slot of runq_slots (tp_btf only). The index is from what an exec from a
- * thread keeps (it changes the pid): the task's random stack canary
- * (CONFIG_STACKPROTECTOR, set at fork: kernel/fork.c dup_task_struct()), else
- * a hash of its kernel stack's address (a probe read: tp_btf loads a void *
- * as memory, not as a number).
+ * t's slot of runq_slots (tp_btf only): a hash of its task_struct's address,
+ * which an exec from a thread keeps (it changes the pid and start time), and
+ * which the slab allocator hands out again soon after a task is freed (the
+ * slot is warm then). The typed pointer goes through this CPU's scratch word:
+ * read back from memory it is a number the verifier lets us hash.
  */
 static __always_inline struct runq_start *slot_of(struct task_struct *t)
 {
+	struct runq_cpu *pc = this_cpu();
 	__u64 h;
 
-	if (bpf_core_field_exists(t->stack_canary)) {
-		h = t->stack_canary;
-	} else {
-		h = 0;
-		bpf_probe_read_kernel(&h, sizeof(h), &t->stack);
-		h = (h >> 14) * 0x9E3779B97F4A7C15ULL;
-	}
+	if (!pc)
+		return &runq_slots[0];
+	*(volatile __u64 *)&pc->scratch = (__u64)t;
+	h = *(volatile __u64 *)&pc->scratch;
+	h = (h >> 6) * 0x9E3779B97F4A7C15ULL;	/* Fibonacci hashing (Knuth, TAOCP 6.4) */
 	return &runq_slots[(h >> (64 - RUNQ_SLOT_BITS)) & (RUNQ_SLOTS - 1)];
 }
 
