@@ -1,4 +1,5 @@
 """Shared pieces of the lathist benchmarks: tracers in the background, bpf_stats."""
+import atexit
 import json
 import os
 import re
@@ -15,9 +16,10 @@ ROUNDS = int(os.environ.get("ROUNDS", "7"))
 
 def mount_tracefs():
     """bpftrace attaches tracepoints through tracefs, which a fresh machine may not have
-    mounted (lathist needs none)."""
+    mounted (lathist needs none): mounted for the bench, unmounted at its exit."""
     if subprocess.run(["mountpoint", "-q", "/sys/kernel/tracing"]).returncode:
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
+        atexit.register(subprocess.run, ["umount", "/sys/kernel/tracing"])
 
 
 def ctxt():

@@ -28,9 +28,9 @@ def fio(dev, seconds=SECONDS):
 
 
 def main():
-    mount_tracefs()
     if os.geteuid() != 0:
         sys.exit("bench needs root")
+    mount_tracefs()
     dev, cleanup = loop_device()
     try:
         conditions = {

@@ -90,9 +90,9 @@ def map_memory():
 
 
 def main():
-    mount_tracefs()
     if os.geteuid() != 0:
         sys.exit("bench needs root")
+    mount_tracefs()
     print(f"lathist runq overhead on {os.uname().release}, {os.cpu_count()} CPUs, "
           f"{time.strftime('%Y-%m-%d')}")
     end_to_end()

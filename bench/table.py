@@ -601,9 +601,9 @@ def machine():
 
 
 def main():
-    mount_tracefs()
     if os.geteuid() != 0:
         sys.exit("make bench needs root")
+    mount_tracefs()
     print(f"## lathist bench, {time.strftime('%Y-%m-%d')}, {machine()}")
     for n, f in ((1, section_runq), (2, section_threads), (3, section_loader),
                  (4, section_records), (5, section_bio), (6, section_report),

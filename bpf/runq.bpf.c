@@ -5,7 +5,9 @@
  * runnable -> switch-in), aggregated in per-CPU histograms.
  *
  * One state machine, two attach adapters: tp_btf programs keep the pairing
- * state in task local storage (no PID-keyed table, freed with the task);
+ * state in task local storage (no PID-keyed table, freed with the task), or,
+ * for a task born while tracing until it needs storage, in a slot of a fixed
+ * table owned by its task_struct (runq_slots);
  * raw_tp programs, for kernels where tp_btf does not load, keep it in a
  * hash keyed by pid whose entries carry the task's start time so PID reuse is
  * detected and counted. The loader loads one variant.
@@ -86,11 +88,19 @@ struct {
 #define RUNQ_SLOT_BITS 10
 #define RUNQ_SLOTS (1 << RUNQ_SLOT_BITS)
 #define RUNQ_SLOT_ACC 16
+/* birth_ns of a slot released while a sweep may hold it: still owned, so that
+ * no other task takes it until the sweep is over (no start time is this) */
+#define RUNQ_SLOT_RELEASED (~0ULL)
 struct runq_start runq_slots[RUNQ_SLOTS] __attribute__((aligned(64)));
 _Static_assert(sizeof(struct runq_start) == 64, "a slot is one cache line");
 /* For -v: slots taken, states moved from a slot to task storage, and tasks
  * that got task storage at once (their slot was another's, or PID 1's thread). */
 __u64 slot_taken, slot_moved, slot_busy;
+/* Set by the loader while a sweep runs beside the programs (src/tools/runq.c
+ * sweep()): a sweep holds a slot from its match to its last write, so no
+ * slot changes hands meanwhile (none moves to task storage, a released one
+ * stays its owner's). */
+__u32 slot_sweeping;
 
 /* raw_tp fallback only; max_entries set by the loader (--max-tasks) */
 struct {
@@ -280,23 +290,23 @@ static __always_inline struct runq_start *pid_start(__u32 tid, bool create, stru
  * t's slot of runq_slots (tp_btf only): a hash of its task_struct's address,
  * which an exec from a thread keeps (it changes the pid and start time), and
  * which the slab allocator hands out again soon after a task is freed (the
- * slot is warm then). The typed pointer goes through this CPU's scratch word:
- * read back from memory it is a number the verifier lets us hash.
+ * slot is warm then). The typed pointer less the table's address is a number
+ * to the verifier (pointer - pointer: an unknown scalar, allowed with
+ * CAP_PERFMON, kernel/bpf/verifier.c adjust_reg_min_max_vals()); storing t in
+ * a slot and comparing it there need the same capability, which lathist
+ * needs anyway.
  */
 static __always_inline struct runq_start *slot_of(struct task_struct *t)
 {
-	struct runq_cpu *pc = this_cpu();
-	__u64 h;
+	__u64 h = (__u64)t, base = (__u64)&runq_slots[0];
 
-	if (!pc)
-		return &runq_slots[0];
-	*(volatile __u64 *)&pc->scratch = (__u64)t;
-	h = *(volatile __u64 *)&pc->scratch;
+	asm volatile("%0 -= %1" : "+r"(h) : "r"(base));
 	h = (h >> 6) * 0x9E3779B97F4A7C15ULL;	/* Fibonacci hashing (Knuth, TAOCP 6.4) */
 	return &runq_slots[(h >> (64 - RUNQ_SLOT_BITS)) & (RUNQ_SLOTS - 1)];
 }
 
-/* Empty slot s for its owner, born at birth (its match: written last). */
+/* Empty slot s for its owner, born at birth; birth_ns, its match, is
+ * published last (an exchange: fully ordered, for the sweeps on other CPUs). */
 static __always_inline void slot_reset(struct runq_start *s, __u64 birth, __u32 flags)
 {
 	s->ts = 0;
@@ -307,56 +317,83 @@ static __always_inline void slot_reset(struct runq_start *s, __u64 birth, __u32 
 	s->flags = flags;
 	s->sweep_acc = 0;
 	s->dropped = 0;
-	barrier();
-	s->birth_ns = birth;
+	__sync_lock_test_and_set(&s->birth_ns, birth);
 }
 
-/* t's slot if it holds t's state (exact: the sweeps run beside the programs). */
+/*
+ * Does slot s hold the state of t, born at birth? Its start time or a later
+ * one: an exec from a thread gives the thread its leader's (older) start time
+ * (fs/exec.c de_thread()), and a task born later at the same address is
+ * another task, which an older one cannot be while it lives.
+ */
+static __always_inline bool slot_owns(struct runq_start *s, struct task_struct *t, __u64 birth)
+{
+	__u64 b = s->birth_ns;
+
+	return s->task == (__u64)t && b != RUNQ_SLOT_RELEASED && birth <= b;
+}
+
+/* t's slot if it holds t's state (for the sweeps: they change no owner). */
 static __always_inline struct runq_start *slot_match(struct task_struct *t)
 {
 	struct runq_start *s = slot_of(t);
 
-	return s->task == (__u64)t && s->birth_ns == t->start_time ? s : NULL;
+	return slot_owns(s, t, t->start_time) ? s : NULL;
 }
 
-/* t's last switch: its slot is free again. */
+/* t's last switch, or its move to task storage: its slot is free again,
+ * unless a sweep may hold it (RUNQ_SLOT_RELEASED: taken again after). */
 static __always_inline void slot_release(struct task_struct *t)
 {
 	struct runq_start *s = slot_of(t);
 
 	if (s->task != (__u64)t)
 		return;
+	if (slot_sweeping) {
+		s->birth_ns = RUNQ_SLOT_RELEASED;
+		return;
+	}
 	s->birth_ns = 0;
-	barrier();
-	s->task = 0;
+	__sync_lock_test_and_set(&s->task, 0);	/* after birth_ns, for a claim elsewhere */
 }
 
 /*
  * t's state in its slot; a free slot is taken when create is set. NULL when
  * the slot is another task's (or t is one of PID 1's threads). A slot left by
- * a task whose task_struct t now has (that task's last switch was missed; or
- * t exec'd from a thread, which gave it its leader's start time) is emptied
- * and counted like a pid entry taken over.
+ * a task whose task_struct t now has (that task's last switch was missed) is
+ * emptied, and its start counted stale_start.
  */
 static __always_inline struct runq_start *slot_get(struct task_struct *t, bool create,
 						   struct lh_counters *c)
 {
 	struct runq_start *s = slot_of(t);
-	__u64 birth = t->start_time;
+	__u64 birth = t->start_time, owner = s->task;
 
-	if (s->task == (__u64)t) {
-		if (s->birth_ns == birth)
+	if (owner == (__u64)t) {
+		if (slot_owns(s, t, birth)) {
+			if (s->birth_ns != birth)	/* an exec from a thread: its leader's */
+				s->birth_ns = birth;
 			return s;
-		if (s->ts)
+		}
+		if (s->ts && s->birth_ns != RUNQ_SLOT_RELEASED)
 			c->v[LH_LOSS_STALE]++;
-		slot_reset(s, birth, RUNQ_TAKEN_OVER);
+		slot_reset(s, birth, 0);
+		__sync_fetch_and_add(&slot_taken, 1);
 		return s;
 	}
-	if (!create)
+	if (!create || t->tgid == 1)
 		return NULL;
-	if (s->task || t->tgid == 1 || __sync_val_compare_and_swap(&s->task, 0, (__u64)t) != 0) {
-		__sync_fetch_and_add(&slot_busy, 1);
-		return NULL;
+	if (!owner) {
+		if (__sync_val_compare_and_swap(&s->task, 0, (__u64)t) != 0)
+			return NULL;
+	} else {
+		/* released while a sweep ran: birth_ns goes to 0 first, so that
+		 * no other claim sees a free slot meanwhile */
+		if (slot_sweeping || s->birth_ns != RUNQ_SLOT_RELEASED ||
+		    __sync_val_compare_and_swap(&s->birth_ns, RUNQ_SLOT_RELEASED, 0) !=
+			    RUNQ_SLOT_RELEASED)
+			return NULL;
+		__sync_lock_test_and_set(&s->task, (__u64)t);
 	}
 	__sync_fetch_and_add(&slot_taken, 1);
 	slot_reset(s, birth, 0);
@@ -375,8 +412,10 @@ static __always_inline struct runq_start *btf_state(struct task_struct *t, bool 
 	if (s)
 		return s;
 	slot = slot_get(t, create, c);
-	/* a task that lives on moves to task storage: the slot is for the next */
-	if (slot && (!create || !(slot->flags & RUNQ_ACC_OK) || slot->acc < RUNQ_SLOT_ACC))
+	/* a task that lives on moves to task storage: the slot is for the next
+	 * (not while a sweep may hold the slot) */
+	if (slot && (!create || !(slot->flags & RUNQ_ACC_OK) || slot->acc < RUNQ_SLOT_ACC ||
+		     slot_sweeping))
 		return slot;
 	if (!create)
 		return NULL;
@@ -391,6 +430,8 @@ static __always_inline struct runq_start *btf_state(struct task_struct *t, bool 
 		*s = *slot;
 		slot_release(t);
 		__sync_fetch_and_add(&slot_moved, 1);
+	} else {
+		__sync_fetch_and_add(&slot_busy, 1);
 	}
 	return s;
 }

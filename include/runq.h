@@ -89,8 +89,6 @@ struct runq_cpu {
 	unsigned long long rq;		/* this CPU's struct rq *, read once; 0 = none */
 	unsigned int tid;		/* that switch's next */
 	unsigned int known;		/* 0 until this CPU's first event */
-	unsigned long long scratch;	/* a task_struct pointer, stored and read back as a
-					 * number (runq_slots' index) */
 } __attribute__((aligned(64)));
 
 #define RUNQ_MAX_CPUS 1024

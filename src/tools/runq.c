@@ -892,7 +892,10 @@ static void sweep(struct lh_session *s, bool last)
 		since = uptime_ticks();
 		nb = proc_tids(x->o, &before);
 	}
+	/* no slot changes hands while the sweep may hold it (bpf/runq.bpf.c) */
+	x->skel->bss->slot_sweeping = 1;
 	err = lh_run_iter(p, -1, last ? &seen : NULL, &len);
+	x->skel->bss->slot_sweeping = 0;
 	/* the end sweep settled each task's count up to now: stop the programs
 	 * before the second /proc scan, or the events in between would be
 	 * measured against counts already settled (the session's last read
@@ -911,13 +914,20 @@ static void sweep(struct lh_session *s, bool last)
 			qsort(seen, n, sizeof(uint32_t), by_u32);
 		x->hidden = hidden_tasks(x->o, before, nb, since, (uint32_t *)seen, n);
 	}
-	if (last && s->c->verbose && x->skel->rodata->use_task_storage)
+	if (last && s->c->verbose && x->skel->rodata->use_task_storage) {
+		const struct runq_start *slot = x->skel->bss->runq_slots;
+		size_t n = sizeof(x->skel->bss->runq_slots) / sizeof(*slot), used = 0;
+
+		for (size_t i = 0; i < n; i++)
+			used += slot[i].task && slot[i].birth_ns && slot[i].birth_ns != ~0ULL;
 		fprintf(stderr, "pairing state in slots (bpf/runq.bpf.c runq_slots): %llu tasks, "
-			"%llu moved to task storage since; %llu tasks got task storage at once "
-			"(their slot was another task's)\n",
+			"%llu moved to task storage since, %zu of %zu slots held at the end; %llu "
+			"tasks got task storage at once (their slot was another task's, or they "
+			"are PID 1's threads)\n",
 			(unsigned long long)x->skel->bss->slot_taken,
-			(unsigned long long)x->skel->bss->slot_moved,
+			(unsigned long long)x->skel->bss->slot_moved, used, n,
 			(unsigned long long)x->skel->bss->slot_busy);
+	}
 	free(before);
 	free(seen);
 }

@@ -17,10 +17,12 @@
  *   runqwork crowd THREADS MS                 THREADS threads, made before "ready",
  *                                             each sleeping MS ms in a loop; "go" ends
  *                                             them (each reports as it ends)
- *   runqwork forks CHILDREN SLEEPS            CHILDREN processes alive at once, each
+ *   runqwork forks CHILDREN SLEEPS [CHILDREN2 SLEEPS2]
+ *                                             CHILDREN processes alive at once, each
  *                                             sleeping 1 ms SLEEPS times, then woken
  *                                             together to exit (read by the parent once
- *                                             dead: schedstat final, exit included)
+ *                                             dead: schedstat final, exit included);
+ *                                             then a second wave of CHILDREN2
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -406,14 +408,13 @@ static int run_pipe(const char *cgroup, int rounds)
 
 /* ---- forks ---- */
 
-static int run_forks(int n, int nsleep)
+static int fork_wave(int wave, int n, int nsleep)
 {
 	pid_t *pids = calloc((size_t)n, sizeof(*pids));
 	int gate[2], made = 0, err = 0;
 
 	if (!pids || pipe(gate))
 		return 1;
-	wait_go();
 	for (; made < n; made++) {
 		pid_t pid = fork();
 		char c;
@@ -444,13 +445,20 @@ static int run_forks(int n, int nsleep)
 			return 1;
 		snprintf(path, sizeof(path), "/proc/%d/schedstat", pids[i]);
 		schedstat_of(path, &oncpu, &delay, &pcount);
-		report_line("fork", i, pids[i], pids[i], oncpu, delay, pcount);
+		report_line(wave ? "fork2" : "fork", i, pids[i], pids[i], oncpu, delay, pcount);
 		if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
 		    WEXITSTATUS(status))
 			err = 1;
 	}
+	close(gate[0]);
 	free(pids);
 	return made == n ? err : 1;
+}
+
+static int run_forks(int n, int nsleep, int n2, int nsleep2)
+{
+	wait_go();
+	return fork_wave(0, n, nsleep) || (n2 && fork_wave(1, n2, nsleep2));
 }
 
 int main(int argc, char **argv)
@@ -467,11 +475,13 @@ int main(int argc, char **argv)
 		rc = run_pipe(argv[2], atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "crowd"))
 		rc = run_crowd(atoi(argv[2]), atoi(argv[3]));
-	else if (argc == 4 && !strcmp(argv[1], "forks"))
-		rc = run_forks(atoi(argv[2]), atoi(argv[3]));
+	else if ((argc == 4 || argc == 6) && !strcmp(argv[1], "forks"))
+		rc = run_forks(atoi(argv[2]), atoi(argv[3]), argc == 6 ? atoi(argv[4]) : 0,
+			       argc == 6 ? atoi(argv[5]) : 0);
 	else
 		fprintf(stderr, "usage: runqwork mix CPU SPINNERS SLEEPERS MS | churn THREADS REUSE"
-			" | pipe CGROUP ROUNDS | crowd THREADS MS | forks CHILDREN SLEEPS\n");
+			" | pipe CGROUP ROUNDS | crowd THREADS MS"
+			" | forks CHILDREN SLEEPS [CHILDREN2 SLEEPS2]\n");
 	reports_print();
 	if (rc == 0)
 		printf("done\n");
