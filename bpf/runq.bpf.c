@@ -711,8 +711,9 @@ static __always_inline bool hist_record(struct task_struct *t, __u32 tid, __u32 
  * sched_switch event (missed_switch): rq->nr_switches moved by more than one,
  * or this prev is not that event's next. Returns true when nothing was missed.
  */
-static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, __u32 ptid,
-					   __u32 ntid, bool btf, struct lh_counters *c)
+static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq,
+					   struct task_struct *prev, struct task_struct *next,
+					   bool btf, struct lh_counters *c)
 {
 	__u64 nr = rq ? TREAD(btf, rq, nr_switches) : 0, missed = 0;
 
@@ -720,13 +721,13 @@ static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq, _
 	if (pc->known) {
 		if (nr && pc->nr_switches && nr > pc->nr_switches)
 			missed = nr - pc->nr_switches - 1;
-		if (!missed && ptid != pc->tid)
+		if (!missed && (__u64)prev != pc->task)
 			missed = 1;
 		if (missed)
 			c->v[LH_GAP_MISSED_SWITCH] += missed;
 	}
 	pc->nr_switches = nr;
-	pc->tid = ntid;
+	pc->task = (__u64)next;		/* a number here (CAP_PERFMON, as slot_of()) */
 	pc->known = 1;
 	return !missed;
 }
@@ -1139,7 +1140,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	ptid = task_ids(prev, btf, &ptgid);
 	n.tid = task_ids(next, btf, &n.tgid);
 	rq = cpu_rq_of(pc, prev, btf);
-	cont = cpu_continuity(pc, rq, ptid, n.tid, btf, c);
+	cont = cpu_continuity(pc, rq, prev, next, btf, c);
 	now = on_switch_out(preempt, prev, ptid, ptgid, args, cont, btf, c, buf);
 	if (oncpu_on && !now)
 		now = bpf_ktime_get_ns();	/* one clock read for the wait and the slice */

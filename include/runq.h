@@ -81,13 +81,14 @@ struct runq_slice {
  * What a CPU last switched to (BPF only: a .bss array indexed by CPU, one cache
  * line each). On one CPU each sched_switch's prev is the previous one's next,
  * and rq->nr_switches counts every switch (kernel/sched/core.c __schedule()):
- * a different prev, or a count that moved by more than one, is a switch the
- * kernel did not report.
+ * a different prev (task_struct), or a count that moved by more than one, is
+ * a switch the kernel did not report.
  */
 struct runq_cpu {
 	unsigned long long nr_switches;	/* rq->nr_switches then; 0 = not readable */
 	unsigned long long rq;		/* this CPU's struct rq *, read once; 0 = none */
-	unsigned int tid;		/* that switch's next */
+	unsigned long long task;	/* that switch's next, its task_struct (not its pid: an
+					 * exec from a thread changes the pid while it runs) */
 	unsigned int known;		/* 0 until this CPU's first event */
 } __attribute__((aligned(64)));
 

@@ -383,6 +383,17 @@ static void raw_steps(void)
 	sw(1, b, 0, 0, 1);
 	report("exec_from_thread", b);
 
+	/* an exec from a thread changes the thread's pid while it runs (fs/exec.c
+	 * de_thread(): it takes its leader's): the CPU's next switch has it as
+	 * prev under the new pid, and follows on (no gap) */
+	a = task(2011, t0 + 1, 0);
+	wakeup(a, 1, 1);
+	sw(1, a, 0, 0, 1);
+	a->pid = 2012;
+	push(a);
+	sw(1, idle[1], 0, 1, 1);		/* it sleeps */
+	report("pid_changed_on_cpu", a);
+
 	/* exits with a start whose switch-in no event showed */
 	t = task(2007, t0 + 1, 0);
 	wakeup(t, 1, 1);

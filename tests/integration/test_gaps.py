@@ -47,6 +47,11 @@ EXPECTED = {
     # leader's pid entry is not its state (no 40 missed waits)
     "exec_from_thread": dict(events=2, paired=2, starts_wakeup=2, starts_preempt=1, slices=2,
                              switches=3),
+    # its pid changes on the CPU (exec from a thread): its switch-out follows on, no gap
+    # (its pid entry stays under the pid it had; the thread of the step before is
+    # preempted by it)
+    "pid_changed_on_cpu": dict(events=1, paired=1, starts_wakeup=1, starts_preempt=1, slices=2,
+                               switches=2),
     "exit_with_start": dict(starts_wakeup=1, missed_switch_in=1),
     "wakeup_while_queued": dict(events=3, paired=2, starts_wakeup=1, starts_preempt=3,
                                 wakeup_while_queued=1, slices=2, switches=3, missed_switch=1,
@@ -102,7 +107,8 @@ def test_synthetic_kernel_gaps():
         if name.endswith("switched_since_start"):
             check(hist_max == 0 and hist_count == 0, f"{name}: a wait of {hist_max} ns was "
                   f"paired")
-        check(entry == (name != "dead"), f"{name}: pid entry left: {entry}")
+        check(entry == (name not in ("dead", "pid_changed_on_cpu")),
+              f"{name}: pid entry left: {entry}")
 
 
 def ctxt():
