@@ -28,6 +28,25 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 }
 
 /*
+ * The task doing an exec that kills t's thread group's other threads
+ * (fs/exec.c de_thread() sets it, and clears it once done), NULL when none.
+ * 5.16 ("signal: Rename group_exit_task group_exec_task") renamed the field.
+ */
+struct signal_struct___pre516 {
+	struct task_struct *group_exit_task;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct task_struct *signal_exec_task(struct task_struct *t)
+{
+	struct signal_struct *sig = BPF_CORE_READ(t, signal);
+	struct signal_struct___pre516 *old = (void *)sig;
+
+	if (bpf_core_field_exists(sig->group_exec_task))
+		return BPF_CORE_READ(sig, group_exec_task);
+	return BPF_CORE_READ(old, group_exit_task);
+}
+
+/*
  * 5.18 (fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
  * sched_switch event", then 9c2136be0878 "sched/tracing: Append prev_state to
  * tp args instead") made prev's state sched_switch's fourth argument

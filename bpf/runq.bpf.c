@@ -756,7 +756,12 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	 * slot is freed here (after what this switch accounts) */
 	dead = !runnable && (prev_state & TASK_DEAD);
 	if (dead && !btf) {
-		bpf_map_delete_elem(&runq_pid_start, &ptid);
+		/* a leader killed by an exec from one of its threads, before that
+		 * thread takes its pid: the entry is the thread's next (start_get:
+		 * taken over), so that its switch-ins so far are not missed waits */
+		if (ptid != tgid || !signal_exec_task(prev) ||
+		    signal_exec_task(prev) == prev)
+			bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return 0;
 	}
 	if (!runnable && cont) {	/* going to sleep: its wakeup starts the next wait */

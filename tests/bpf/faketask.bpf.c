@@ -10,7 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-#define NTASKS 32
+#define NTASKS 64
 #define NCPUS 4
 
 struct {
@@ -19,6 +19,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct task_struct);
 } fake_task SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NTASKS);
+	__type(key, __u32);
+	__type(value, struct signal_struct);
+} fake_signal SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -37,6 +44,7 @@ struct {
 /* in: the task's fields (fake_task_set) */
 __u32 which, pid, tgid, on_cpu, cpu, state;
 __u64 start_time, nvcsw, nivcsw, last_queued;
+__u64 exec_task;	/* signal->group_exec_task: a fake task's address, or 0 */
 char comm[16];
 /* in: the runqueue of cpu (fake_rq_set): curr is fake task `which` */
 __u64 nr_switches, clock;
@@ -49,9 +57,12 @@ int fake_task_set(void *ctx)
 	__u32 key = which, c = cpu;
 	struct task_struct *t = bpf_map_lookup_elem(&fake_task, &key);
 	struct cfs_rq *cfs = bpf_map_lookup_elem(&fake_cfs_rq, &c);
+	struct signal_struct *sig = bpf_map_lookup_elem(&fake_signal, &key);
 
-	if (!t || !cfs)
+	if (!t || !cfs || !sig)
 		return 1;
+	sig->group_exec_task = (struct task_struct *)exec_task;
+	t->signal = sig;
 	t->pid = pid;
 	t->tgid = tgid;
 	t->start_time = start_time;

@@ -39,6 +39,7 @@
 struct task {
 	unsigned int idx, pid, tgid;
 	unsigned long long start, nsw, queued, addr;
+	unsigned long long exec_task;	/* signal->group_exec_task (its address) */
 	unsigned int cpu, state;
 	int running;
 };
@@ -99,6 +100,7 @@ static void push(struct task *t)
 	ft->bss->last_queued = t->queued;
 	ft->bss->state = t->state;
 	ft->bss->cpu = t->cpu;
+	ft->bss->exec_task = t->exec_task;
 	snprintf(ft->bss->comm, sizeof(ft->bss->comm), "synth%u", t->pid);
 	run(ft->progs.fake_task_set, 0, 1, 0, 0, 0, 0);
 	t->addr = ft->bss->addr;
@@ -393,6 +395,29 @@ static void raw_steps(void)
 	push(a);
 	sw(1, idle[1], 0, 1, 1);		/* it sleeps */
 	report("pid_changed_on_cpu", a);
+
+	/* an exec from a thread whose leader's last switch comes before the
+	 * thread takes the leader's pid (fs/exec.c de_thread(): the leader dies
+	 * with the thread in signal->group_exec_task, then the thread gets its
+	 * pid and start time): the leader's pid entry is the thread's next, and
+	 * the thread's switch-ins so far are no missed waits */
+	a = task(2013, t0 + 1, 0);		/* the leader */
+	b = task(2014, t0 + 2, 0);		/* its thread */
+	b->tgid = 2013;
+	wakeup(a, 1, 1);
+	sw(0, a, 0, 0, 1);
+	wakeup(b, 1, 1);
+	sw(0, b, 1, 0, 1);			/* a preempted */
+	a->exec_task = b->addr;			/* b execs: a is killed */
+	sw(0, a, 0, 1, 1);			/* b waits for a to die */
+	task_exit(a, 1);
+	sw(0, idle[0], 0, TASK_DEAD, 1);	/* a's last switch */
+	b->pid = 2013;
+	b->start = a->start;
+	wakeup(b, 0, 1);
+	sw(0, b, 0, 0, 1);
+	sw(0, idle[0], 0, 1, 1);		/* it sleeps: CPU 0 as the next step wants */
+	report("exec_leader_died_first", b);
 
 	/* exits with a start whose switch-in no event showed */
 	t = task(2007, t0 + 1, 0);

@@ -52,6 +52,10 @@ EXPECTED = {
     # preempted by it)
     "pid_changed_on_cpu": dict(events=1, paired=1, starts_wakeup=1, starts_preempt=1, slices=2,
                                switches=2),
+    # an exec from a thread whose leader's last switch comes first: the leader's pid entry
+    # stays for the thread (signal->group_exec_task), whose switch-in is no missed wait
+    "exec_leader_died_first": dict(events=4, paired=4, starts_wakeup=3, starts_preempt=1,
+                                   slices=4, switches=6),
     "exit_with_start": dict(starts_wakeup=1, missed_switch_in=1),
     "wakeup_while_queued": dict(events=3, paired=2, starts_wakeup=1, starts_preempt=3,
                                 wakeup_while_queued=1, slices=2, switches=3, missed_switch=1,
