@@ -85,12 +85,7 @@ struct {
  * owner's last switch was missed is taken over when its task_struct is reused
  * (start time differs: counted stale_start if it held a start).
  */
-#define RUNQ_SLOT_BITS 10
-#define RUNQ_SLOTS (1 << RUNQ_SLOT_BITS)
 #define RUNQ_SLOT_ACC 16
-/* birth_ns of a slot released while a sweep may hold it: still owned, so that
- * no other task takes it until the sweep is over (no start time is this) */
-#define RUNQ_SLOT_RELEASED (~0ULL)
 struct runq_start runq_slots[RUNQ_SLOTS] __attribute__((aligned(64)));
 _Static_assert(sizeof(struct runq_start) == 64, "a slot is one cache line");
 /* For -v: slots taken, states moved from a slot to task storage, and tasks
@@ -307,14 +302,14 @@ static __always_inline struct runq_start *slot_of(struct task_struct *t)
 
 /* Empty slot s for its owner, born at birth; birth_ns, its match, is
  * published last (an exchange: fully ordered, for the sweeps on other CPUs). */
-static __always_inline void slot_reset(struct runq_start *s, __u64 birth, __u32 flags)
+static __always_inline void slot_reset(struct runq_start *s, __u64 birth)
 {
 	s->ts = 0;
 	s->nsw = 0;
 	s->acc = 0;
 	s->kind = 0;
 	s->cpu = 0;
-	s->flags = flags;
+	s->flags = 0;
 	s->sweep_acc = 0;
 	s->dropped = 0;
 	__sync_lock_test_and_set(&s->birth_ns, birth);
@@ -377,13 +372,9 @@ static __always_inline struct runq_start *slot_get(struct task_struct *t, bool c
 		}
 		if (s->ts && s->birth_ns != RUNQ_SLOT_RELEASED)
 			c->v[LH_LOSS_STALE]++;
-		slot_reset(s, birth, 0);
-		__sync_fetch_and_add(&slot_taken, 1);
-		return s;
-	}
-	if (!create || t->tgid == 1)
+	} else if (!create || t->tgid == 1) {
 		return NULL;
-	if (!owner) {
+	} else if (!owner) {
 		if (__sync_val_compare_and_swap(&s->task, 0, (__u64)t) != 0)
 			return NULL;
 	} else {
@@ -396,7 +387,7 @@ static __always_inline struct runq_start *slot_get(struct task_struct *t, bool c
 		__sync_lock_test_and_set(&s->task, (__u64)t);
 	}
 	__sync_fetch_and_add(&slot_taken, 1);
-	slot_reset(s, birth, 0);
+	slot_reset(s, birth);
 	return s;
 }
 
@@ -733,18 +724,48 @@ static __always_inline bool cpu_continuity(struct runq_cpu *pc, struct rq *rq,
 }
 
 /*
- * prev (pid ptid) leaves the CPU. A runnable prev starts a preemption wait; a
- * prev whose switch-in no event showed (cont false) has its switch-ins
- * accounted now. Returns the time read, or 0.
+ * What prev's switch-out (pid ptid) starts or accounts: a runnable prev starts
+ * a preemption wait; a prev whose switch-in no event showed (cont false) has
+ * its switch-ins accounted now. Returns the time read, or 0.
  */
+static __always_inline __u64 switch_out_state(struct task_struct *prev, __u32 ptid, __u32 tgid,
+					      bool runnable, bool cont, bool btf,
+					      struct lh_counters *c, __u32 buf)
+{
+	struct runq_start *s;
+	__u64 now, n;
+
+	if (!runnable && cont)		/* going to sleep: its wakeup starts the next wait */
+		return 0;
+	if (!task_selected(prev, ptid, tgid)) {
+		if (runnable)
+			c->v[LH_EV_FILTERED]++;
+		return 0;
+	}
+	s = start_get(prev, ptid, btf, true, c);
+	if (!s)
+		return 0;
+	n = switch_count(prev, btf);
+	/* it ran: a start it still has lost its switch-in */
+	if (s->ts)
+		start_drop(s, prev, btf, c, buf);
+	/* this slice's switch-in (its n-th) was not seen when cont is false */
+	account(s, prev, n, cont || !n ? n : n - 1, btf, c, buf);
+	if (!runnable)
+		return 0;
+	now = bpf_ktime_get_ns();
+	start_set(s, RUNQ_PREEMPT, now, n, c);
+	return now;
+}
+
+/* prev (pid ptid) leaves the CPU (switch_out_state()). Returns the time read, or 0. */
 static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *prev, __u32 ptid,
 					   __u32 tgid, const __u64 *args, bool cont, bool btf,
 					   struct lh_counters *c, __u32 buf)
 {
 	unsigned int prev_state;
-	struct runq_start *s;
 	bool runnable, dead;
-	__u64 now, n;
+	__u64 now;
 
 	if (!ptid)		/* the idle task is never paired */
 		return 0;
@@ -759,38 +780,15 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 		/* a leader killed by an exec from one of its threads, before that
 		 * thread takes its pid: the entry is the thread's next (start_get:
 		 * taken over), so that its switch-ins so far are not missed waits */
-		if (ptid != tgid || !signal_exec_task(prev) ||
-		    signal_exec_task(prev) == prev)
+		struct task_struct *exec = ptid == tgid ? signal_exec_task(prev) : NULL;
+
+		if (!exec || exec == prev)
 			bpf_map_delete_elem(&runq_pid_start, &ptid);
 		return 0;
 	}
-	if (!runnable && cont) {	/* going to sleep: its wakeup starts the next wait */
-		if (btf && dead)
-			slot_release(prev);
-		return 0;
-	}
-	if (!task_selected(prev, ptid, tgid)) {
-		if (runnable)
-			c->v[LH_EV_FILTERED]++;
-		else if (btf && dead)
-			slot_release(prev);
-		return 0;
-	}
-	s = start_get(prev, ptid, btf, true, c);
-	if (s) {
-		n = switch_count(prev, btf);
-		/* it ran: a start it still has lost its switch-in */
-		if (s->ts)
-			start_drop(s, prev, btf, c, buf);
-		/* this slice's switch-in (its n-th) was not seen when cont is false */
-		account(s, prev, n, cont || !n ? n : n - 1, btf, c, buf);
-	}
+	now = switch_out_state(prev, ptid, tgid, runnable, cont, btf, c, buf);
 	if (btf && dead)
 		slot_release(prev);
-	if (!s || !runnable)
-		return 0;
-	now = bpf_ktime_get_ns();
-	start_set(s, RUNQ_PREEMPT, now, n, c);
 	return now;
 }
 

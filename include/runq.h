@@ -55,6 +55,14 @@ enum runq_start_flags {
 	RUNQ_SEEN = 4,		/* an event of the task was seen (not just the sweep's count) */
 };
 
+/* tp_btf: slots for the pairing state of tasks without task storage
+ * (bpf/runq.bpf.c runq_slots; the loader counts those held for -v) */
+#define RUNQ_SLOT_BITS 10
+#define RUNQ_SLOTS (1 << RUNQ_SLOT_BITS)
+/* birth_ns of a slot released while a sweep may hold it: still owned, so that
+ * no other task takes it until the sweep is over (no start time is this) */
+#define RUNQ_SLOT_RELEASED (~0ULL)
+
 /* Key of the per-process / per-thread / per-cgroup histogram hash; fields
  * outside the grouping are 0. */
 struct runq_hist_key {

@@ -919,7 +919,7 @@ static void sweep(struct lh_session *s, bool last)
 		size_t n = sizeof(x->skel->bss->runq_slots) / sizeof(*slot), used = 0;
 
 		for (size_t i = 0; i < n; i++)
-			used += slot[i].task && slot[i].birth_ns && slot[i].birth_ns != ~0ULL;
+			used += slot[i].task && slot[i].birth_ns && slot[i].birth_ns != RUNQ_SLOT_RELEASED;
 		fprintf(stderr, "pairing state in slots (bpf/runq.bpf.c runq_slots): %llu tasks, "
 			"%llu moved to task storage since, %zu of %zu slots held at the end; %llu "
 			"tasks got task storage at once (their slot was another task's, or they "
