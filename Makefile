@@ -234,6 +234,7 @@ bench: deps
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory lathist $(OUT)/bench/empty $(OUT)/tests/runqwork
 ifneq ($(filter command line environment,$(origin BASE)),)
+	@git rev-parse -q --verify '$(BASE)^{commit}' >/dev/null || { echo "make bench: BASE='$(BASE)' is not a commit of this repository; give e.g. BASE=HEAD~1, or leave BASE out" >&2; exit 2; }
 	@rm -rf $(OUT)/base && mkdir -p $(OUT)/base && git archive $(BASE) | tar -x -C $(OUT)/base
 	@$(MAKE) --no-print-directory -C $(OUT)/base lathist >/dev/null
 	BASE_LATHIST=$(abspath $(OUT)/base/lathist) $(PYTHON) bench/table.py

@@ -3,7 +3,9 @@ import atexit
 import json
 import os
 import re
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -20,6 +22,8 @@ def mount_tracefs():
     if subprocess.run(["mountpoint", "-q", "/sys/kernel/tracing"]).returncode:
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
         atexit.register(subprocess.run, ["umount", "/sys/kernel/tracing"])
+        # atexit does not run on a signal's default action: SIGTERM exits through it
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 def ctxt():

@@ -61,7 +61,8 @@ BASE_LATHIST = os.environ.get("BASE_LATHIST", "")
 BASE_NAME = f"lathist runq, {os.environ.get('BASE', 'base')} build"
 BIOLATENCY = os.environ.get("BIOLATENCY", "/usr/sbin/biolatency")
 FORKS = int(os.environ.get("FORKS", "2000"))
-ONLY = {int(x) for x in os.environ.get("ONLY", "").split(",") if x}
+SECTIONS = range(1, 9)
+ONLY = set()	# ONLY's sections (only_sections()); empty: all
 RUNQWORK = os.path.join(ROOT, "build", "tests", "runqwork")
 # the empty programs, each reading bpf_ktime_get_ns() once a run: what timing every
 # wakeup and switch costs at the least
@@ -600,9 +601,27 @@ def machine():
     return f"{os.cpu_count()} CPUs ({model}), virtualization {virt}, Linux {os.uname().release}"
 
 
+def only_sections():
+    """ONLY's section numbers (all when unset); exits with one line on a bad value."""
+    only = os.environ.get("ONLY", "")
+    try:
+        got = {int(x) for x in only.split(",") if x}
+    except ValueError:
+        got = {0}
+    if not got <= set(SECTIONS):
+        sys.exit(f"make bench: ONLY={only!r}: give section numbers {SECTIONS[0]} to "
+                 f"{SECTIONS[-1]}, comma-separated, e.g. ONLY=1,8")
+    return got
+
+
 def main():
+    global ONLY
     if os.geteuid() != 0:
         sys.exit("make bench needs root")
+    ONLY = only_sections()
+    if "RUNQLAT" in os.environ and not os.access(RUNQLAT, os.X_OK):
+        sys.exit(f"make bench: RUNQLAT={RUNQLAT}: not an executable; give a libbpf-tools "
+                 "runqlat build, or leave RUNQLAT out")
     mount_tracefs()
     print(f"## lathist bench, {time.strftime('%Y-%m-%d')}, {machine()}")
     for n, f in ((1, section_runq), (2, section_threads), (3, section_loader),

@@ -297,8 +297,8 @@ def new_tasks(attach):
         check(r["pcount"] >= sleeps + 1, f"child {r['tid']}: pcount {r['pcount']}, want "
                                          f"{sleeps} sleeps + 1")
         check(got + lost == r["pcount"],
-              f"child {r['tid']}: {got} waits + {lost} lost charged to it, schedstat pcount "
-              f"{r['pcount']}: {doc['loss']}")
+              f"{attach}: child {r['tid']} ({r['role']}): {got} waits + {lost} lost charged to "
+              f"it, schedstat pcount {r['pcount']}: {doc['loss']}")
         paired += got
         # the sum against run_delay (read once dead: no wait after it), when none was lost
         # (a lost wait is in run_delay, not in the sum): above it by at most the
