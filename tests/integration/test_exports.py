@@ -711,6 +711,8 @@ def test_report_counts_each_interval_once():
         check(len(lines) >= 4 and len(ids) == 1 and len(ids.pop()) == 32 and
               [d["meta"]["interval_index"] for d in docs] == list(range(1, len(docs) + 1)) and
               all(d["meta"]["host"] == os.uname().nodename for d in docs), "ids and hosts")
+        # with -i, -o's file holds the latest interval as the series has it: one line
+        check(open(last).read() == lines[-1] + "\n", "-o's file is not the series' last line")
         one = os.path.join(tmp, "one.json")
         with open(one, "w") as f:
             f.write(lines[0] + "\n")
