@@ -960,11 +960,17 @@ static __always_inline void on_switch_in(struct task_struct *prev, __u32 ptid,
 		charge_key(next, 1, btf, buf);
 		return;
 	}
-	if (!lh_delta(c, ts, now, &delta))
+	/* a delta that cannot be a wait, and a wait a full map refuses, are this
+	 * task's key's losses like the unseen ones */
+	if (!lh_delta(c, ts, now, &delta)) {
+		charge_key(next, 1, btf, buf);
 		return;
+	}
 	/* paired means in a histogram: a full map counts as hist_map_full instead */
 	if (hist_record(next, tid, tgid, kind, delta, btf, c, buf))
 		c->v[LH_EV_PAIRED]++;
+	else
+		charge_key(next, 1, btf, buf);
 	record_wait(prev, ptid, next, tid, tgid, kind, start_cpu, now, delta, c);
 }
 

@@ -624,7 +624,9 @@ static int add_charges(struct merge *m, json_object *loss)
 {
 	static const char *const f[4] = { "pid", "tid", "start_ns", "lost" };
 	static const char *const known[] = { "unpaired_no_start", "missed_switch_in",
-					     "missed_wait", "unchecked_start" };
+					     "missed_wait", "unchecked_start", "negative_delta",
+					     "absurd_delta", "hist_map_full", "hist_map_enomem",
+					     "hist_map_error" };
 	bool thread = !strcmp(m->grouping, "thread"), process = !strcmp(m->grouping, "process");
 	uint64_t sum = 0, total = 0, tasks = 0, v[4];
 	json_object *a;
@@ -680,7 +682,8 @@ static int add_charges(struct merge *m, json_object *loss)
 	if (sum > tasks)
 		return bad(m, "loss.lost_charged_to_keys %" PRIu64 " is more than the losses "
 			   "detected with their task known (%" PRIu64 ": unpaired_no_start, "
-			   "missed_switch_in, missed_wait, unchecked_start)", sum, tasks);
+			   "missed_switch_in, missed_wait, unchecked_start, negative_delta, absurd_delta, "
+			   "hist_map_*)", sum, tasks);
 	return 0;
 }
 

@@ -449,10 +449,41 @@ static void raw_steps(void)
 }
 
 /* --per-thread: a lost wait is charged to its task's key, no other */
+/* Move t's start (its pid entry's ts) by ns, as a clock would that jumped. */
+static void start_shift(struct task *t, unsigned long long ns)
+{
+	int fd = bpf_map__fd(rq->maps.runq_pid_start);
+	struct runq_start e;
+
+	if (bpf_map_lookup_elem(fd, &t->pid, &e))
+		die("start_shift lookup");
+	e.ts += ns;
+	if (bpf_map_update_elem(fd, &t->pid, &e, BPF_EXIST))
+		die("start_shift update");
+}
+
+/* Fill the keyed histogram map with keys no program makes (kind 0xff) until
+ * the kernel refuses one (E2BIG: preallocated, it is full). */
+static void fill_hist_map(void)
+{
+	size_t vsz = sizeof(struct lh_hist_head) + 8 * LH_NSLOTS(0);
+	char *v = calloc(1, vsz);
+	struct runq_hist_key k = { .kind = 0xff };
+
+	if (!v)
+		die("calloc");
+	for (k.tid = 1; !bpf_map_update_elem(bpf_map__fd(rq->maps.runq_hist_keyed), &k, v,
+					     BPF_NOEXIST); k.tid++)
+		;
+	if (errno != E2BIG)
+		die("fill runq_hist_keyed");
+	free(v);
+}
+
 static void keyed_steps(void)
 {
 	unsigned long long t0 = rq->bss->lh_start_ns;
-	struct task *idle[NCPUS], *a, *b;
+	struct task *idle[NCPUS], *a, *b, *c, *d;
 
 	boot(idle);
 	a = task(4001, t0 + 1, 0);
@@ -465,6 +496,22 @@ static void keyed_steps(void)
 	sw(0, b, 0, 1, 1);			/* a sleeps, b's wait: no start, and a's
 						 * unseen switch-in */
 	report("losses_of_one_task", a);
+
+	/* the histogram map full: c's paired wait is refused (hist_map_full) and
+	 * charged to c's key, as an unseen one is */
+	fill_hist_map();
+	c = task(4003, t0 + 1, 0);
+	wakeup(c, 1, 1);
+	sw(1, c, 0, 0, 1);
+	report("wait_refused_by_full_map", c);
+
+	/* a start after its end (a clock that went back): negative_delta, charged
+	 * to d's key */
+	d = task(4004, t0 + 1, 0);
+	wakeup(d, 1, 1);
+	start_shift(d, 1000 * MS);
+	sw(1, d, 0, 1, 1);			/* c sleeps */
+	report("negative_delta", d);
 }
 
 /* A real process's switch count (voluntary + nonvoluntary) and state letter. */

@@ -571,7 +571,8 @@ def test_report_refuses_bad_files():
         "charges past the task losses": mutate(lambda d: d["loss"].update(
             charged_to_keys=[{"pid": 5, "tid": 5, "start_ns": 0, "lost": 7}],
             lost_charged_to_keys=7, unpaired_no_start=0, missed_switch_in=0,
-            missed_wait=0, unchecked_start=0, prog_missed=7)),
+            missed_wait=0, unchecked_start=0, negative_delta=0, absurd_delta=0,
+            hist_map_full=0, hist_map_enomem=0, hist_map_error=0, prog_missed=7)),
         "gap without its CPUs": mutate(lambda d: (d["loss"].pop("missed_switch_per_cpu", None),
                                                   d["loss"].update(missed_switch=5))),
         # a sum the counted events cannot add up to (mean 0 next to a max)

@@ -68,8 +68,17 @@ EXPECTED = {
     "keyed_losses_of_one_task": dict(events=3, paired=2, starts_wakeup=2, slices=1, switches=3,
                                      missed_switch=1, unpaired_no_start=1, missed_wait=1,
                                      slice_unpaired=1),
+    # the histogram map full: c's paired wait is refused, counted and charged to c's key
+    "keyed_wait_refused_by_full_map": dict(events=1, starts_wakeup=1, switches=1,
+                                           hist_map_full=1),
+    # d's start after its end: negative_delta, charged to d's key; c's slice, which the
+    # full map refuses too (hist_map_full), is not a wait: charged to no key
+    "keyed_negative_delta": dict(events=1, starts_wakeup=1, switches=1, negative_delta=1,
+                                 hist_map_full=1),
 }
-CHARGED = {"keyed_losses_of_one_task": {"4001": 1, "4002": 1}}
+CHARGED = {"keyed_losses_of_one_task": {"4001": 1, "4002": 1},
+           "keyed_wait_refused_by_full_map": {"4001": 1, "4002": 1, "4003": 1},
+           "keyed_negative_delta": {"4001": 1, "4002": 1, "4003": 1, "4004": 1}}
 
 
 def test_synthetic_kernel_gaps():
