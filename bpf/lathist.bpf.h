@@ -25,6 +25,9 @@
 #ifndef EEXIST
 #define EEXIST 17
 #endif
+#ifndef ENOENT
+#define ENOENT 2
+#endif
 
 /* Histogram scheme, set by the loader before load. */
 const volatile __u32 hist_precision = 0;
@@ -321,6 +324,7 @@ static __always_inline void *lh_map_add(void *map, const void *key, const void *
 					struct lh_counters *c, int base, bool *made)
 {
 	long err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	void *v;
 
 	if (made)
 		*made = !err;
@@ -329,7 +333,10 @@ static __always_inline void *lh_map_add(void *map, const void *key, const void *
 			lh_count_map_err(c, base, err);
 		return NULL;
 	}
-	return bpf_map_lookup_elem(map, key);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v && c)	/* gone again (no program deletes: not seen), yet a failure */
+		lh_count_map_err(c, base, -ENOENT);
+	return v;
 }
 
 /* Find or create the histogram for key in a hash (a new entry is
@@ -347,8 +354,11 @@ static __always_inline struct lh_hist_head *lh_hist_keyed(void *map, void *key,
 	if (h)
 		return h;
 	init = bpf_map_lookup_elem(&lathist_zero_hist, &zero);
-	if (!init)
+	if (!init) {	/* an array's element 0: cannot fail, yet counted if it does */
+		if (c)
+			lh_count_map_err(c, LH_LOSS_HIST_E2BIG, -ENOENT);
 		return NULL;
+	}
 	h = lh_map_add(map, key, init, c, LH_LOSS_HIST_E2BIG, &made);
 	if (made)
 		lh_key_made();

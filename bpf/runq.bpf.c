@@ -915,7 +915,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, __u32 ptid,
 {
 	__u32 tid = n->tid, tgid = n->tgid, kind, start_cpu;
 	struct runq_start *s;
-	bool moved;
+	bool moved, ok;
 	__u64 ts, delta, nsw;
 
 	if (!tid)
@@ -960,18 +960,16 @@ static __always_inline void on_switch_in(struct task_struct *prev, __u32 ptid,
 		charge_key(next, 1, btf, buf);
 		return;
 	}
-	/* a delta that cannot be a wait, and a wait a full map refuses, are this
-	 * task's key's losses like the unseen ones */
-	if (!lh_delta(c, ts, now, &delta)) {
-		charge_key(next, 1, btf, buf);
-		return;
-	}
-	/* paired means in a histogram: a full map counts as hist_map_full instead */
-	if (hist_record(next, tid, tgid, kind, delta, btf, c, buf))
+	/* paired means in a histogram: a full map counts as hist_map_full instead.
+	 * A delta that cannot be a wait and a wait the map refuses are this task's
+	 * key's losses, as the unseen ones are (one call site: one inlined copy) */
+	ok = lh_delta(c, ts, now, &delta);
+	if (ok && hist_record(next, tid, tgid, kind, delta, btf, c, buf))
 		c->v[LH_EV_PAIRED]++;
 	else
 		charge_key(next, 1, btf, buf);
-	record_wait(prev, ptid, next, tid, tgid, kind, start_cpu, now, delta, c);
+	if (ok)
+		record_wait(prev, ptid, next, tid, tgid, kind, start_cpu, now, delta, c);
 }
 
 /* The counter sums of t's key; NULL (failure counted) when the map is full. */

@@ -178,6 +178,18 @@ int lh_session_loaded(struct lh_session *s, struct bpf_object *obj, size_t value
 			return err;
 		lh_anon_meta(&s->anon, &s->report.meta);
 	}
+	/* created or truncated before tracing: a run that ends before its first
+	 * interval leaves no other run's lines in it */
+	if (s->c->series_path) {
+		int err = lh_lines_open(&s->series, s->c->series_path);
+
+		if (err) {
+			fprintf(stderr, "lathist %s: cannot open --series %s: %s; give a file "
+				"lathist can write\n", s->report.meta.tool, s->c->series_path,
+				strerror(-err));
+			return err;
+		}
+	}
 	if (s->c->slower_than_ns != UINT64_MAX)
 		return open_records(s);
 	return 0;
@@ -407,15 +419,8 @@ static int append_series(struct lh_session *s)
 	size_t len;
 	int err;
 
-	if (!s->c->series_path || s->series.err)
+	if (!s->c->series_path || s->series.err)	/* opened by lh_session_loaded */
 		return -s->series.err;
-	if (!s->series.own) {	/* opened at the first interval */
-		err = lh_lines_open(&s->series, s->c->series_path);
-		if (err) {
-			s->series.err = -err;
-			goto fail;
-		}
-	}
 	line = lh_render_json(&s->report, true);
 	if (!line) {
 		s->series.err = ENOMEM;

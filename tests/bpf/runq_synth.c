@@ -448,7 +448,6 @@ static void raw_steps(void)
 	report("dead", a);
 }
 
-/* --per-thread: a lost wait is charged to its task's key, no other */
 /* Move t's start (its pid entry's ts) by ns, as a clock would that jumped. */
 static void start_shift(struct task *t, unsigned long long ns)
 {
@@ -480,6 +479,7 @@ static void fill_hist_map(void)
 	free(v);
 }
 
+/* --per-thread: a lost wait is charged to its task's key, no other */
 static void keyed_steps(void)
 {
 	unsigned long long t0 = rq->bss->lh_start_ns;

@@ -940,6 +940,33 @@ def png_pixels(path):
     return zlib.decompress(idat)
 
 
+def test_series_truncated_before_tracing():
+    """--series is created or truncated before tracing begins (it was opened at the first
+    interval: a run killed before it left the last run's lines there as its own), and one
+    that cannot be opened ends the run before tracing, exit 1, naming the file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        series = os.path.join(tmp, "s.jsonl")
+        with open(series, "w") as f:
+            f.write('{"a line of another run": 1}\n')
+        tool = Lathist("runq", "-f", "json", "-i", "30", "--series", series).start()
+        size = os.path.getsize(series)
+        tool.proc.kill()
+        tool.proc.wait()
+        check(size == 0, f"--series holds {size} bytes once tracing began, before any interval")
+        with open(series, "w") as f:
+            f.write("old\n")
+        # an immutable file: it passes the checks before loading, the open fails (EPERM)
+        if subprocess.run(["chattr", "+i", series], capture_output=True).returncode == 0:
+            try:
+                rc, out, err = run("runq", "-f", "json", "-i", "0.2", "-d", "0.5", "--series",
+                                   series)
+            finally:
+                subprocess.run(["chattr", "-i", series], check=True)
+            check(rc == 1 and "Tracing" not in err and f"cannot open --series {series}" in err
+                  and len(err.strip().splitlines()) == 1, f"rc {rc}: {err!r}")
+            check(open(series).read() == "old\n", "the immutable file changed")
+
+
 def test_series_and_heatmap():
     """-i with --series keeps every interval; report --heatmap draws them: well-formed SVG
     with one column of cells per interval, rendered to PNG by rsvg-convert, not blank."""
