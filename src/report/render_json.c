@@ -56,21 +56,11 @@ static json_object *key_json(const struct lh_key *k)
  * byte for byte the same. With thousands of keys a json-c tree per histogram
  * (some 40 objects allocated, printed and freed) took most of an interval.
  */
-/* A slot's two bounds as compact members, `"lo_ns":N,"hi_ns":M` (null for the
- * unbounded one): written once per document, copied at each use (a histogram
- * writes some 15 slot objects, most of its numbers). len 0: not made yet. */
-struct jw_bounds {
-	unsigned char len;
-	char s[63];		/* 2 x 20 digits and 17 bytes of names fit */
-};
-
 struct jw {
 	struct lh_out *o;	/* the document's histograms, one fwrite per 64 KiB */
 	bool compact;
 	int depth;		/* the open container's level (json-c's) */
 	unsigned int had;	/* bit d: the container at level d has a member */
-	struct jw_bounds *bounds;	/* compact: nbounds of them (the scheme's slots), else NULL */
-	uint32_t nbounds;
 };
 
 /* Inlined, so that the many copies of a constant length are a move or two. */
@@ -212,54 +202,20 @@ static __always_inline void jw_bound(struct jw *w, const char *name, uint64_t un
 		jw_u64(w, name, units * unit_ns);
 }
 
-/* One bound's digits (or null) at d; the end. */
-static char *put_bound(char *d, uint64_t units, uint64_t unit_ns)
-{
-	if (units == UINT64_MAX) {
-		memcpy(d, "null", 4);
-		return d + 4;
-	}
-	return lh_put_u64(d, units * unit_ns);
-}
-
-/* The members "lo_ns" and "hi_ns" of slot s in the object just opened: from
- * the document's cache when compact, else as any member. */
-static void jw_slot_bounds(struct jw *w, uint32_t s, const struct lh_meta *m)
-{
-	uint32_t p = m->scheme.precision;
-	uint64_t u = m->scheme.unit_ns;
-	struct jw_bounds *b;
-
-	if (!w->bounds || s >= w->nbounds) {
-		jw_bound(w, "lo_ns", lh_slot_lo(s, p), u);
-		jw_bound(w, "hi_ns", lh_slot_hi(s, p), u);
-		return;
-	}
-	b = &w->bounds[s];
-	if (!b->len) {
-		char *d = b->s;
-
-		memcpy(d, "\"lo_ns\":", 8);
-		d = put_bound(d + 8, lh_slot_lo(s, p), u);
-		memcpy(d, ",\"hi_ns\":", 9);
-		d = put_bound(d + 9, lh_slot_hi(s, p), u);
-		b->len = (unsigned char)(d - b->s);
-	}
-	jw_put(w, b->s, b->len);
-	w->had |= 1U << w->depth;	/* the object has members: a ',' before the next */
-}
-
 /* {"lo_ns", "hi_ns"} of slot s, the object left open; or null (returns false)
  * for the unbounded last slot when unbounded_null (a bound nothing limits). */
 static bool jw_slot(struct jw *w, const char *name, int s, const struct lh_meta *m,
 		    bool unbounded_null)
 {
-	if (unbounded_null && lh_slot_hi((uint32_t)s, m->scheme.precision) == UINT64_MAX) {
+	uint32_t p = m->scheme.precision;
+
+	if (unbounded_null && lh_slot_hi((uint32_t)s, p) == UINT64_MAX) {
 		jw_null(w, name);
 		return false;
 	}
 	jw_open(w, name, '{');
-	jw_slot_bounds(w, (uint32_t)s, m);
+	jw_bound(w, "lo_ns", lh_slot_lo((uint32_t)s, p), m->scheme.unit_ns);
+	jw_bound(w, "hi_ns", lh_slot_hi((uint32_t)s, p), m->scheme.unit_ns);
 	return true;
 }
 
@@ -348,13 +304,13 @@ static void tally_hist(struct bias_tally *t, size_t idx, const struct lh_hist *h
  * bounds, the non-empty slots.
  */
 static void put_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
-		     bool compact, struct jw_bounds *bounds, bool *first, struct bias_tally *t)
+		     bool compact, bool *first, struct bias_tally *t)
 {
 	const struct lh_meta *m = &r->meta;
 	struct lh_pct pct[LH_NR_PERCENTILES];
-	uint64_t lost = lh_report_percentiles(r, h, pct);
-	struct jw w = { .o = o, .compact = compact, .depth = 1, .had = *first ? 0 : 2,
-			.bounds = bounds, .nbounds = lh_nslots(&m->scheme) };
+	uint64_t u = m->scheme.unit_ns, lost = lh_report_percentiles(r, h, pct);
+	uint32_t p = m->scheme.precision;
+	struct jw w = { .o = o, .compact = compact, .depth = 1, .had = *first ? 0 : 2 };
 
 	tally_hist(t, (size_t)(h - r->hists), h, lost, pct);
 
@@ -396,7 +352,8 @@ static void put_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_
 		if (!h->slots[i])
 			continue;
 		jw_open(&w, NULL, '{');
-		jw_slot_bounds(&w, i, m);
+		jw_bound(&w, "lo_ns", lh_slot_lo(i, p), u);
+		jw_bound(&w, "hi_ns", lh_slot_hi(i, p), u);
 		jw_u64(&w, "count", h->slots[i]);
 		jw_close(&w, '}');
 	}
@@ -811,13 +768,10 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	bool first = true, hfirst = true;
 	struct bias_tally tally = { 0 };
 	struct lh_out *o = malloc(sizeof(*o));	/* 64 KiB */
-	struct jw_bounds *bounds = compact ? calloc(lh_nslots(&r->meta.scheme),
-						    sizeof(*bounds)) : NULL;
 
-	if (!rest || !o || (compact && !bounds)) {
+	if (!rest || !o) {
 		json_object_put(rest);
 		free(o);
-		free(bounds);
 		return -ENOMEM;
 	}
 	o->f = f;
@@ -828,11 +782,10 @@ int lh_render_json_file(FILE *f, const struct lh_report *r, bool compact)
 	open_member(f, "histograms", '[', compact, &first, 2);
 	for (size_t i = 0; i < r->nhists; i++) {
 		lh_report_prefetch_after(r, i);
-		put_hist(o, &r->hists[i], r, compact, bounds, &hfirst, &tally);
+		put_hist(o, &r->hists[i], r, compact, &hfirst, &tally);
 	}
 	lh_out_flush(o);
 	free(o);
-	free(bounds);
 	close_member(f, ']', compact, 2);
 	/* the members after the histograms, in their order */
 	if (r->meta.pmu.n || r->meta.pmu.nunsupported)
