@@ -452,6 +452,17 @@ static int charge_cmp(const void *a, const void *b)
 	return x->birth_ns < y->birth_ns ? -1 : x->birth_ns > y->birth_ns;
 }
 
+bool lh_charges_sort_unique(struct lh_key_charge *v, size_t n)
+{
+	if (n < 2)
+		return true;
+	qsort(v, n, sizeof(*v), charge_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (!charge_cmp(&v[i - 1], &v[i]))
+			return false;
+	return true;
+}
+
 int lh_report_charge(struct lh_report *r, const struct lh_key_charge *c)
 {
 	if (r->ncharges == r->charges_cap) {

@@ -140,6 +140,10 @@ struct lh_key_charge {
 	uint64_t lost;
 };
 
+/* Sort the n charges v by key (pid, tid, birth_ns); whether no key is there
+ * twice (a document lists each key that lost waits once). */
+bool lh_charges_sort_unique(struct lh_key_charge *v, size_t n);
+
 /* One counter's sums over the on-CPU slices of one key. */
 struct lh_pmu_row {
 	struct lh_key key;

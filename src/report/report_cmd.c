@@ -629,6 +629,7 @@ static int add_charges(struct merge *m, json_object *loss)
 					     "hist_map_error" };
 	bool thread = !strcmp(m->grouping, "thread"), process = !strcmp(m->grouping, "process");
 	uint64_t sum = 0, total = 0, tasks = 0, v[4];
+	size_t first = m->r.ncharges;	/* this document's charges go after the others' */
 	json_object *a;
 
 	if (!json_object_object_get_ex(loss, "charged_to_keys", &a)) {
@@ -661,6 +662,9 @@ static int add_charges(struct merge *m, json_object *loss)
 		    sum + v[3] < sum)
 			return bad(m, "loss.charged_to_keys[%zu]: pid or tid not from 1 to 2^32-1, "
 				   "or the sum is past 2^64-1", i);
+		if (!v[3])
+			return bad(m, "loss.charged_to_keys[%zu].lost is 0: an entry is a key that "
+				   "lost waits", i);
 		k.pid = (uint32_t)v[0];
 		k.tid = (uint32_t)v[1];
 		k.birth_ns = v[2];
@@ -669,6 +673,8 @@ static int add_charges(struct merge *m, json_object *loss)
 		if (lh_report_charge(&m->r, &k))
 			return -ENOMEM;
 	}
+	if (!lh_charges_sort_unique(m->r.charges + first, m->r.ncharges - first))
+		return bad(m, "loss.charged_to_keys names a key twice: one entry per key");
 	if (get_u64(loss, "lost_charged_to_keys", &total) || total != sum)
 		return bad(m, "loss.charged_to_keys adds up to %" PRIu64 ", not to "
 			   "loss.lost_charged_to_keys", sum);

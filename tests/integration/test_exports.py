@@ -503,6 +503,13 @@ def test_report_refuses_bad_files():
         f(d)
         return json.dumps(d)
 
+    def charge(d, entries):
+        """d's loss with these charges and 2 more missed waits to charge"""
+        lo = d["loss"]
+        for k in ("missed_wait", "lost", "lost_from_histograms"):
+            lo[k] += 2
+        lo.update(charged_to_keys=entries, lost_charged_to_keys=sum(e["lost"] for e in entries))
+
     cases = {
         "empty": "",
         "not JSON": "{\"schema\": ",
@@ -564,6 +571,11 @@ def test_report_refuses_bad_files():
         "charge extra field": mutate(lambda d: d["loss"].update(
             charged_to_keys=[{"pid": 5, "tid": 5, "start_ns": 0, "lost": 1, "x": 1}],
             lost_charged_to_keys=1, unpaired_no_start=1)),
+        # one entry per key that lost waits (2 more missed waits: every other rule holds)
+        "a key charged twice": mutate(lambda d: charge(
+            d, [{"pid": 5, "tid": 5, "start_ns": 0, "lost": 1}] * 2)),
+        "a charge of 0": mutate(lambda d: charge(
+            d, [{"pid": 5, "tid": 5, "start_ns": 0, "lost": 0}])),
         "charge pid 0": mutate(lambda d: d["loss"].update(
             charged_to_keys=[{"pid": 0, "tid": 5, "start_ns": 0, "lost": 1}],
             lost_charged_to_keys=1, unpaired_no_start=1)),
@@ -596,6 +608,8 @@ def test_report_refuses_bad_files():
                              f"count says {first['count'] + 1} (key tid {first['key']['tid']}, "
                              f"pid {first['key']['pid']}, "}
     # JSON, but not a document: said so (a literal at the end was "not JSON ... unexpected end")
+    names["a key charged twice"] = "loss.charged_to_keys names a key twice: one entry per key"
+    names["a charge of 0"] = "loss.charged_to_keys[0].lost is 0: an entry is a key that lost"
     names["JSON null"] = "a document is not a JSON object (null)"
     names["JSON number"] = "a document is not a JSON object"
     names["cut in a literal"] = "not JSON at byte 14 (json-c: unexpected end)"
