@@ -41,17 +41,27 @@ __thread struct lh_sink *lh_session_sink;
 
 static void on_signal(int sig)
 {
-	(void)sig;
+	static const char msg[] = "lathist: a second signal: ending at once, without the final "
+				  "report\n";
+	int saved = errno;
+
+	if (exiting) {	/* async-signal-safe: write(2), signal(2), raise(3) */
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+			(void)0;
+		signal(sig, SIG_DFL);
+		raise(sig);	/* ends with the signal's status, as the default action would */
+	}
 	exiting = 1;
+	errno = saved;
 }
 
 void lh_session_signals(void)
 {
 	/* SA_RESTART: a write blocked on a full pipe when Ctrl-C comes goes on (it
 	 * failed with EINTR); the waits (clock_nanosleep, epoll_wait) still return.
-	 * SA_RESETHAND: a second Ctrl-C ends lathist at once (a reader that never
+	 * A second Ctrl-C ends lathist at once, in one line (a reader that never
 	 * reads would otherwise hold it) */
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART | SA_RESETHAND };
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

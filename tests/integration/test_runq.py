@@ -1203,3 +1203,24 @@ def test_system_wide_per_cpu():
     for a, d in docs.items():
         on_cpu = sum(h["count"] for h in d["histograms"] if h["key"]["cpu"] == CPU)
         LossBudget(d).check(min(on_cpu, want), want, f"{a}: waits on CPU {CPU}")
+
+
+def test_second_signal_ends_at_once_in_one_line():
+    """Ctrl-C ends tracing and writes the final report; while that write is blocked (a
+    reader that never reads: a full pipe) lathist waits, and a second Ctrl-C ends it at
+    once, saying so in one line (it ended in silence), with SIGINT's status."""
+    tool = Lathist("runq", "--per-thread", "-i", "0.05").start()
+    time.sleep(1.5)	# ~20 intervals of every thread's lines: the 64 KiB pipe is full
+    tool.proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    check(tool.proc.poll() is None, "lathist ended with its output pipe full and unread")
+    tool.proc.send_signal(signal.SIGINT)
+    try:
+        rc = tool.proc.wait(timeout=10)
+    finally:
+        if tool.proc.poll() is None:
+            tool.proc.kill()
+    err = tool.stderr_head + tool.proc.stderr.read().decode()
+    check(rc == -signal.SIGINT, f"rc {rc} after the second Ctrl-C: {err[-500:]!r}")
+    check(err.count("lathist: a second signal: ending at once, without the final report\n")
+          == 1, f"stderr: {err[-500:]!r}")
