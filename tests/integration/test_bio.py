@@ -317,7 +317,12 @@ def test_interval_and_text():
         docs = [json.loads(line) for line in out.splitlines() if line.strip()]
         check(len(docs) >= 2, f"{len(docs)} intervals")
         c = sum(sums(d, "total")[0] for d in docs)
-        check(c == READS + WRITES, f"intervals add to {c}")
+        # a request whose completion had no event (a kernel gap: an interrupt while a
+        # thread of PID 1 runs) is missing only as a reported loss, as in check_direct
+        lost = sum(d["loss"]["lost"] for d in docs)
+        check(closes(c, READS + WRITES, lost),
+              f"intervals add to {c}, want {READS + WRITES}, lost {lost}: "
+              f"{[{k: v for k, v in d['loss'].items() if v} for d in docs if d['loss']['lost']]}")
         rc, out, err = run("bio", "-d", "0.5", "--per-disk", "--disk", dev.name)
         check(rc == 0, err)
         for needle in ("lathist bio: host ", "attach: block_io_start=tp_btf", "events and losses",
