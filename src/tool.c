@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <bpf/btf.h>
 #include "bpfcommon.h"
 #include "cli.h"
@@ -80,9 +81,17 @@ bool lh_stdout_gone;
  * a run of the same error, and that it was written again after one; returns err. */
 static int write_failed(const char *who, const char *output, int err)
 {
+	struct stat st;
+
 	if (err == -EPIPE && !output)
 		lh_stdout_gone = true;
-	if (err && err != out_err && output)
+	/* EINVAL: lh_write_atomic found no regular file there, or the file system
+	 * refuses write(2) itself (hugetlbfs, mqueue) */
+	if (err && err != out_err && output && err == -EINVAL &&
+	    (lstat(output, &st) || S_ISREG(st.st_mode)))
+		fprintf(stderr, "lathist %s: cannot write %s: %s (the file system there refuses "
+			"the write; give a file on another one)\n", who, output, strerror(-err));
+	else if (err && err != out_err && output)
 		fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
 			"is unchanged)\n", who, output,
 			err == -EINVAL ? "it is no longer a regular file" :

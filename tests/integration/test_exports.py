@@ -954,6 +954,21 @@ def png_pixels(path):
     return zlib.decompress(idat)
 
 
+def test_output_on_a_file_system_that_refuses_writes():
+    """-o on hugetlbfs, whose files take no write(2) (EINVAL): the run says the file
+    system refuses the write, exit 1 (it said the file was no longer a regular file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["mount", "-t", "hugetlbfs", "none", tmp], check=True)
+        try:
+            out = os.path.join(tmp, "o.json")
+            rc, _, err = run("runq", "-f", "json", "-i", "0.2", "-d", "0.5", "-o", out)
+        finally:
+            subprocess.run(["umount", tmp], check=True)
+    check(rc == 1 and f"cannot write {out}: Invalid argument (the file system there refuses "
+          "the write; give a file on another one)" in err and "regular file" not in err,
+          f"rc {rc}: {err!r}")
+
+
 def test_series_truncated_before_tracing():
     """--series is created or truncated before tracing begins (it was opened at the first
     interval: a run killed before it left the last run's lines there as its own), and one
