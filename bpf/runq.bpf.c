@@ -772,9 +772,10 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	/* (bool preempt, prev, next[, unsigned int prev_state]): core_fixes.bpf.h */
 	prev_state = sched_switch_prev_state(args, switch_has_prev_state, prev);
 	runnable = preempt || prev_state == TASK_RUNNING;
-	/* its last switch (sched_process_exit accounted it): a preemption after
-	 * that made a pid entry again; task storage goes with the task, a
-	 * slot is freed here (after what this switch accounts) */
+	/* its last switch (sched_process_exit accounted what came before): a
+	 * preemption after that, whose switch-in no event showed, is accounted
+	 * here; then its pid entry goes; task storage goes with the task, a
+	 * slot is freed here */
 	dead = !runnable && (prev_state & TASK_DEAD);
 	if (dead && !btf) {
 		/* a leader killed by an exec from one of its threads, before that
@@ -782,8 +783,10 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 		 * taken over), so that its switch-ins so far are not missed waits */
 		struct task_struct *exec = ptid == tgid ? signal_exec_task(prev) : NULL;
 
-		if (!exec || exec == prev)
+		if (!exec || exec == prev) {
+			switch_out_state(prev, ptid, tgid, false, cont, btf, c, buf);
 			bpf_map_delete_elem(&runq_pid_start, &ptid);
+		}
 		return 0;
 	}
 	now = switch_out_state(prev, ptid, tgid, runnable, cont, btf, c, buf);

@@ -307,7 +307,7 @@ static void boot(struct task *idle[NCPUS])
 static void raw_steps(void)
 {
 	unsigned long long t0 = rq->bss->lh_start_ns, old = 1;	/* born long before tracing */
-	struct task *idle[NCPUS], *a, *b, *t, *x;
+	struct task *idle[NCPUS], *a, *b, *t, *x, *e;
 
 	boot(idle);
 	/* a task born while tracing, woken and switched in: one wait, paired */
@@ -446,6 +446,17 @@ static void raw_steps(void)
 	/* its last switch: the pid entry goes */
 	sw(0, idle[0], 0, TASK_DEAD, 1);
 	report("dead", a);
+
+	/* preempted after its exit, switched back in with no event, then its last
+	 * switch: that preemption's start lost its switch-in (missed_switch_in) */
+	e = task(4005, t0 + 1, 0);
+	wakeup(e, 1, 1);
+	sw(0, e, 0, 0, 1);
+	task_exit(e, 1);
+	sw(0, idle[0], 1, 0, 1);
+	sw(0, e, 0, 0, 0);
+	sw(0, idle[0], 0, TASK_DEAD, 1);
+	report("preempted_after_exit", e);
 }
 
 /* Move t's start (its pid entry's ts) by ns, as a clock would that jumped. */
