@@ -763,6 +763,7 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 					   __u32 tgid, const __u64 *args, bool cont, bool btf,
 					   struct lh_counters *c, __u32 buf)
 {
+	struct task_struct *exec;
 	unsigned int prev_state;
 	bool runnable, dead;
 	__u64 now;
@@ -777,21 +778,16 @@ static __always_inline __u64 on_switch_out(bool preempt, struct task_struct *pre
 	 * here; then its pid entry goes; task storage goes with the task, a
 	 * slot is freed here */
 	dead = !runnable && (prev_state & TASK_DEAD);
-	if (dead && !btf) {
-		/* a leader killed by an exec from one of its threads, before that
-		 * thread takes its pid: the entry is the thread's next (start_get:
-		 * taken over), so that its switch-ins so far are not missed waits */
-		struct task_struct *exec = ptid == tgid ? signal_exec_task(prev) : NULL;
-
-		if (!exec || exec == prev) {
-			switch_out_state(prev, ptid, tgid, false, cont, btf, c, buf);
-			bpf_map_delete_elem(&runq_pid_start, &ptid);
-		}
+	/* raw_tp: a leader killed by an exec from one of its threads, before that
+	 * thread takes its pid: the entry is the thread's next (start_get: taken
+	 * over), so that its switch-ins so far are not missed waits */
+	if (dead && !btf && ptid == tgid && (exec = signal_exec_task(prev)) && exec != prev)
 		return 0;
-	}
 	now = switch_out_state(prev, ptid, tgid, runnable, cont, btf, c, buf);
-	if (btf && dead)
+	if (dead && btf)
 		slot_release(prev);
+	else if (dead)
+		bpf_map_delete_elem(&runq_pid_start, &ptid);
 	return now;
 }
 
