@@ -85,18 +85,19 @@ static int write_failed(const char *who, const char *output, int err)
 
 	if (err == -EPIPE && !output)
 		lh_stdout_gone = true;
-	/* EINVAL: lh_write_atomic found no regular file there, or the file system
-	 * refuses write(2) itself (hugetlbfs, mqueue) */
-	if (err && err != out_err && output && err == -EINVAL &&
-	    (lstat(output, &st) || S_ISREG(st.st_mode)))
-		fprintf(stderr, "lathist %s: cannot write %s: %s (the file system there refuses "
-			"the write; give a file on another one)\n", who, output, strerror(-err));
-	else if (err && err != out_err && output)
-		fprintf(stderr, "lathist %s: cannot write %s: %s (the previous file, if any, "
-			"is unchanged)\n", who, output,
-			err == -EINVAL ? "it is no longer a regular file" :
-			err == -ELOOP ? "it is now a symbolic link" : strerror(-err));
-	else if (err && err != out_err)		/* stdout: nothing stays in its place */
+	if (err && err != out_err && output) {
+		const char *why = strerror(-err), *then = "the previous file, if any, is unchanged";
+
+		/* EINVAL: lh_write_atomic found no regular file there, or the file
+		 * system refuses write(2) itself (hugetlbfs, mqueue) */
+		if (err == -ELOOP)
+			why = "it is now a symbolic link";
+		else if (err == -EINVAL && !lstat(output, &st) && !S_ISREG(st.st_mode))
+			why = "it is no longer a regular file";
+		else if (err == -EINVAL)
+			then = "the file system there refuses the write; give a file on another one";
+		fprintf(stderr, "lathist %s: cannot write %s: %s (%s)\n", who, output, why, then);
+	} else if (err && err != out_err)		/* stdout: nothing stays in its place */
 		fprintf(stderr, "lathist %s: cannot write to standard output: %s\n", who,
 			strerror(-err));
 	if (!err && out_err)
