@@ -374,6 +374,10 @@ static void say_file_error(const char *tool, const char *opt, const char *arg, i
 		name_too_long(tool, opt, arg, atomic);
 	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
 		ends_in_slash(tool, opt, arg);
+	else if (err == -EPERM)
+		lh_usage_error(tool, "%s '%s': is immutable or append-only (chattr +i or +a): it "
+			       "cannot be written; give another file, or clear the flag (chattr -i, "
+			       "-a)", opt, arg);
 	else
 		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
 			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :

@@ -198,7 +198,7 @@ int lh_output_check(const char *path, bool atomic)
 {
 	char dir[PATH_MAX];
 	struct stat st;
-	int err;
+	int err, fd;
 
 	if (!path || !*path)
 		return -EINVAL;
@@ -213,6 +213,14 @@ int lh_output_check(const char *path, bool atomic)
 			return -EINVAL;	/* a device, FIFO or socket: never replaced */
 		if (st.st_nlink > 1)
 			return -EMLINK;	/* a hard link: its other names would change too */
+		/* immutable or append-only (chattr +i, +a): neither written nor renamed
+		 * over; opened for writing, not truncated, it stays as it is */
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+		if (fd >= 0)
+			close(fd);
+		else if (errno == EPERM)
+			return -EPERM;
 	}
 	/* "./" and the temporary name's bytes on top (lh_write_atomic) */
 	if (strlen(path) + (atomic ? lh_tmp_name_extra() + 2 : 0) >= PATH_MAX)
@@ -569,6 +577,8 @@ int lh_lines_open(struct lh_lines *l, const char *path)
 	else if (st.st_nlink > 1)
 		err = -EMLINK;
 	else if (ftruncate(l->fd, 0) || fcntl(l->fd, F_SETFL, 0))
+		err = -errno;
+	else if (write(l->fd, "", 0) < 0)	/* a file system that takes no write(2): hugetlbfs */
 		err = -errno;
 	else
 		err = 0;

@@ -452,14 +452,16 @@ static int charge_cmp(const void *a, const void *b)
 	return x->birth_ns < y->birth_ns ? -1 : x->birth_ns > y->birth_ns;
 }
 
-bool lh_charges_sort_unique(struct lh_key_charge *v, size_t n)
+bool lh_charges_sort_unique(struct lh_key_charge *v, size_t n, struct lh_key_charge *twice)
 {
 	if (n < 2)
 		return true;
 	qsort(v, n, sizeof(*v), charge_cmp);
 	for (size_t i = 1; i < n; i++)
-		if (!charge_cmp(&v[i - 1], &v[i]))
+		if (!charge_cmp(&v[i - 1], &v[i])) {
+			*twice = v[i];
 			return false;
+		}
 	return true;
 }
 

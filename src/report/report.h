@@ -141,8 +141,9 @@ struct lh_key_charge {
 };
 
 /* Sort the n charges v by key (pid, tid, birth_ns); whether no key is there
- * twice (a document lists each key that lost waits once). */
-bool lh_charges_sort_unique(struct lh_key_charge *v, size_t n);
+ * twice (a document lists each key that lost waits once); if one is, *twice
+ * is its entry. */
+bool lh_charges_sort_unique(struct lh_key_charge *v, size_t n, struct lh_key_charge *twice);
 
 /* One counter's sums over the on-CPU slices of one key. */
 struct lh_pmu_row {

@@ -630,6 +630,7 @@ static int add_charges(struct merge *m, json_object *loss)
 	bool thread = !strcmp(m->grouping, "thread"), process = !strcmp(m->grouping, "process");
 	uint64_t sum = 0, total = 0, tasks = 0, v[4];
 	size_t first = m->r.ncharges;	/* this document's charges go after the others' */
+	struct lh_key_charge twice;
 	json_object *a;
 
 	if (!json_object_object_get_ex(loss, "charged_to_keys", &a)) {
@@ -673,8 +674,10 @@ static int add_charges(struct merge *m, json_object *loss)
 		if (lh_report_charge(&m->r, &k))
 			return -ENOMEM;
 	}
-	if (!lh_charges_sort_unique(m->r.charges + first, m->r.ncharges - first))
-		return bad(m, "loss.charged_to_keys names a key twice: one entry per key");
+	if (!lh_charges_sort_unique(m->r.charges + first, m->r.ncharges - first, &twice))
+		return bad(m, "loss.charged_to_keys names the key pid %" PRIu32 " tid %" PRIu32
+			   " start_ns %" PRIu64 " twice: one entry per key", twice.pid, twice.tid,
+			   twice.birth_ns);
 	if (get_u64(loss, "lost_charged_to_keys", &total) || total != sum)
 		return bad(m, "loss.charged_to_keys adds up to %" PRIu64 ", not to "
 			   "loss.lost_charged_to_keys", sum);

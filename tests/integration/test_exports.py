@@ -608,7 +608,8 @@ def test_report_refuses_bad_files():
                              f"count says {first['count'] + 1} (key tid {first['key']['tid']}, "
                              f"pid {first['key']['pid']}, "}
     # JSON, but not a document: said so (a literal at the end was "not JSON ... unexpected end")
-    names["a key charged twice"] = "loss.charged_to_keys names a key twice: one entry per key"
+    names["a key charged twice"] = ("loss.charged_to_keys names the key pid 5 tid 5 start_ns 0 "
+                                    "twice: one entry per key")
     names["a charge of 0"] = "loss.charged_to_keys[0].lost is 0: an entry is a key that lost"
     names["JSON null"] = "a document is not a JSON object (null)"
     names["JSON number"] = "a document is not a JSON object"
@@ -956,14 +957,19 @@ def png_pixels(path):
 
 def test_output_on_a_file_system_that_refuses_writes():
     """-o on hugetlbfs, whose files take no write(2) (EINVAL): the run says the file
-    system refuses the write, exit 1 (it said the file was no longer a regular file)."""
+    system refuses the write, exit 1 (it said the file was no longer a regular file);
+    --series there is found when it is opened, before tracing (it was at the first write)."""
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["mount", "-t", "hugetlbfs", "none", tmp], check=True)
         try:
-            out = os.path.join(tmp, "o.json")
+            out, series = os.path.join(tmp, "o.json"), os.path.join(tmp, "s.jsonl")
+            rc2, _, err2 = run("runq", "-f", "json", "-i", "0.2", "-d", "0.5", "--series",
+                               series)
             rc, _, err = run("runq", "-f", "json", "-i", "0.2", "-d", "0.5", "-o", out)
         finally:
             subprocess.run(["umount", tmp], check=True)
+    check(rc2 == 1 and "Tracing" not in err2 and f"cannot open --series {series}: Invalid "
+          "argument" in err2, f"--series: rc {rc2}: {err2!r}")
     check(rc == 1 and f"cannot write {out}: Invalid argument (the file system there refuses "
           "the write; give a file on another one)" in err and "regular file" not in err,
           f"rc {rc}: {err!r}")
@@ -971,8 +977,9 @@ def test_output_on_a_file_system_that_refuses_writes():
 
 def test_series_truncated_before_tracing():
     """--series is created or truncated before tracing begins (it was opened at the first
-    interval: a run killed before it left the last run's lines there as its own), and one
-    that cannot be opened ends the run before tracing, exit 1, naming the file."""
+    interval: a run killed before it left the last run's lines there as its own); an
+    immutable one is refused with the fix before anything is loaded, exit 2 (it was found
+    after tracing began), and so is an immutable -o file (found at the run's end)."""
     with tempfile.TemporaryDirectory() as tmp:
         series = os.path.join(tmp, "s.jsonl")
         with open(series, "w") as f:
@@ -984,15 +991,17 @@ def test_series_truncated_before_tracing():
         check(size == 0, f"--series holds {size} bytes once tracing began, before any interval")
         with open(series, "w") as f:
             f.write("old\n")
-        # an immutable file: it passes the checks before loading, the open fails (EPERM)
+        # an immutable file (EPERM even for root): refused before loading, with the fix
         if subprocess.run(["chattr", "+i", series], capture_output=True).returncode == 0:
             try:
-                rc, out, err = run("runq", "-f", "json", "-i", "0.2", "-d", "0.5", "--series",
-                                   series)
+                for opt in ("--series", "-o"):
+                    rc, out, err = run("runq", "-f", "json", "-i", "0.2", "-d", "0.5", opt,
+                                       series)
+                    check(rc == 2 and "Tracing" not in err and
+                          f"{opt} '{series}': is immutable or append-only (chattr +i or +a)"
+                          in err and len(err.strip().splitlines()) == 1, f"rc {rc}: {err!r}")
             finally:
                 subprocess.run(["chattr", "-i", series], check=True)
-            check(rc == 1 and "Tracing" not in err and f"cannot open --series {series}" in err
-                  and len(err.strip().splitlines()) == 1, f"rc {rc}: {err!r}")
             check(open(series).read() == "old\n", "the immutable file changed")
 
 
