@@ -16,44 +16,32 @@
 #include "util.h"
 
 const char lh_common_help[] =
-	"  -d, --duration SEC     trace for SEC seconds (also 500ms, 2s, 10m, 1h; 1ms or\n"
-	"                         more); default: until Ctrl-C\n"
-	"  -i, --interval SEC     print (and write -o) every SEC seconds (10ms or more), then\n"
-	"                         start afresh\n"
-	"  -u, --unit UNIT        histogram slot unit: ns, us (default) or ms\n"
-	"      --precision P      2^P linear sub-slots per power of two, P in 0..5 (bio: 0..4;\n"
-	"                         default 0)\n"
-	"  -p, --pid PID          only tasks of process PID\n"
-	"      --cgroup PATH      only tasks in cgroup v2 PATH or below (a folder, a path\n"
-	"                         relative to the cgroup2 mount, or /NAME as /proc/PID/cgroup\n"
-	"                         writes it; not the root cgroup)\n"
-	"                         (-p and --cgroup: in bio, the task that submitted the I/O)\n"
-	"  -f, --format FMT       text (default), json (schema lathist/1), csv,\n"
-	"                         openmetrics (OpenMetrics 1.0) or prometheus (text format\n"
-	"                         0.0.4, for node_exporter's textfile collector)\n"
-	"  -o, --output FILE      write to FILE (replaced atomically, keeping its mode and\n"
-	"                         owner) instead of stdout; - is stdout\n"
-	"      --attach TYPE      auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
-	"      --max-keys N       entries of the keyed histogram map (the --per-* groupings)\n"
-	"                         (default: sized to the threads or processes running at\n"
-	"                         start, -v says how; overflow is counted as hist_map_full)\n"
-	"      --slower-than DUR  also emit one record per event at or over DUR (e.g. 10ms,\n"
-	"                         250us; 0 = every event) through a BPF ring buffer\n"
-	"      --ringbuf-size SIZE  ring buffer size (default 256k; rounded up to a\n"
-	"                         power-of-two number of pages)\n"
-	"      --events FILE      write the records to FILE as JSON lines (- = stdout, with\n"
-	"                         -o FILE); else text lines, on stdout with a text report\n"
-	"                         there, on stderr otherwise\n"
-	"      --series FILE      with -i: also write every interval to FILE as a JSON\n"
-	"                         line (created or truncated at the start; for lathist\n"
-	"                         report, --heatmap)\n"
-	"      --anonymize        pids, tids and task names as stable salted hashes\n"
-	"      --buckets SPEC     metrics (-f openmetrics/prometheus): the le buckets, a range\n"
-	"                         MIN..MAX (default 1us..1m) or slot bounds, e.g. 256us,1024us\n"
-	"      --label NAME=VALUE metrics: a label on every series (repeatable); each also\n"
-	"                         gets lathist_run (the grouping and filters)\n"
-	"  -v, --verbose          show libbpf messages, map sizes and memory\n"
-	"  -h, --help             this help\n";
+	"Run and output:\n"
+	"  -d, --duration SEC      trace for SEC (500ms, 2s, 10m); default: until Ctrl-C\n"
+	"  -i, --interval SEC      print every SEC (10ms or more), then start afresh\n"
+	"  -u, --unit UNIT         slot unit: ns, us (default) or ms\n"
+	"      --precision P       2^P linear sub-slots per power of two (default 0)\n"
+	"  -f, --format FMT        text (default), json, csv, openmetrics or prometheus\n"
+	"  -o, --output FILE       write FILE (replaced atomically) instead of stdout\n"
+	"      --sort BY           grouped text: rank keys by total (default), count, p99, max\n"
+	"      --top N             grouped text: rows in the ranked table (default 10, or all)\n"
+	"      --histograms N      grouped text: histograms of the top N keys (default 1, or all)\n"
+	"  -v, --verbose           context, percentile bounds, every counter, libbpf messages\n"
+	"Filters:\n"
+	"  -p, --pid PID           only tasks of process PID\n"
+	"      --cgroup PATH       only tasks in cgroup v2 PATH or below\n"
+	"Records, series, metrics:\n"
+	"      --slower-than DUR   a record per event at or over DUR (0: every event)\n"
+	"      --ringbuf-size SIZE the records' ring buffer (default 256k)\n"
+	"      --events FILE       the records as JSON lines (- = stdout, with -o FILE)\n"
+	"      --series FILE       with -i: every interval as a JSON line\n"
+	"      --anonymize         pids, tids and task names as salted hashes\n"
+	"      --buckets SPEC      metrics: le buckets, MIN..MAX (default 1us..1m) or bounds\n"
+	"      --label NAME=VALUE  metrics: a label on every series (repeatable)\n"
+	"Maps and attach:\n"
+	"      --attach TYPE       auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
+	"      --max-keys N        entries of the keyed histogram map (default: sized at start)\n"
+	"  -h, --help              this synopsis; with -v every counter too (man lathist-VERB)\n";
 
 void lh_usage_error(const char *tool, const char *fmt, ...)
 {
@@ -76,6 +64,7 @@ void lh_common_defaults(struct lh_common_opts *o)
 	o->unit_ns = 1000;
 	o->unit = "us";
 	o->format = LH_FMT_TEXT;
+	lh_text_defaults(&o->text);
 	o->attach = LH_ATTACH_AUTO;
 	o->max_keys = 0;	/* sized from the machine (lh_auto_max_keys) */
 	o->max_precision = LH_MAX_PRECISION;
@@ -742,7 +731,15 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		return opt_cgroup(o, arg, tool);
 	case 'v':
 		o->verbose = true;
+		o->text.verbose = true;
 		return 0;
+	case 'h':
+		o->help = true;
+		return 0;
+	case LH_OPT_SORT:
+	case LH_OPT_TOP:
+	case LH_OPT_HISTOGRAMS:
+		return lh_text_opt(&o->text, &o->text_given, opt, arg, tool);
 	case LH_OPT_SLOWER_THAN:
 		if (o->slower_than_ns != UINT64_MAX) {
 			lh_usage_error(tool, "--slower-than given twice; give one threshold");
@@ -932,11 +929,61 @@ static int test_hooks(struct lh_common_opts *o, const char *tool)
 	return err;
 }
 
+int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char *arg,
+		const char *tool)
+{
+	static const char *const sorts[] = { "total", "count", "p99", "max" };
+	const char *name = opt == LH_OPT_SORT ? "--sort" : opt == LH_OPT_TOP ? "--top" :
+			   "--histograms";
+	uint32_t *n = opt == LH_OPT_TOP ? &t->top : &t->histograms;
+
+	if (opt != LH_OPT_SORT && opt != LH_OPT_TOP && opt != LH_OPT_HISTOGRAMS)
+		return 1;
+	if (lh_opt_once(given, 1U << (opt - LH_OPT_SORT), name, tool))
+		return -EINVAL;
+	if (opt == LH_OPT_SORT) {
+		for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
+			if (!strcmp(arg, sorts[i])) {
+				t->sort = (enum lh_rank_by)i;
+				return 0;
+			}
+		lh_usage_error(tool, "--sort '%s': unknown order; use total, count, p99 or max", arg);
+		return -EINVAL;
+	}
+	if (!strcmp(arg, "all")) {
+		*n = LH_TEXT_ALL;
+		return 0;
+	}
+	if (lh_parse_u32(arg, opt == LH_OPT_TOP ? 1 : 0, LH_TEXT_ALL - 1, n)) {
+		lh_usage_error(tool, "%s '%s': give a number (%s) or all", name, arg,
+			       opt == LH_OPT_TOP ? "1 or more" : "0 or more");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int lh_text_only(unsigned int given, enum lh_format format, const char *tool)
+{
+	static const char *const names[] = { "--sort", "--top", "--histograms" };
+
+	if (!given || format == LH_FMT_TEXT)
+		return 0;
+	for (int i = 0; i < 3; i++)
+		if (given & (1U << i)) {
+			lh_usage_error(tool, "%s shapes the text output; drop it, or drop -f (JSON, CSV "
+				       "and OpenMetrics keep every key)", names[i]);
+			break;
+		}
+	return -EINVAL;
+}
+
 int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
 	struct lh_scheme scheme = { .precision = o->precision, .unit_ns = o->unit_ns };
 
 	if (test_hooks(o, tool))
+		return -EINVAL;
+	if (lh_text_only(o->text_given, o->format, tool))
 		return -EINVAL;
 	if ((o->buckets_set || o->nlabels) && !o->serving && o->format != LH_FMT_OPENMETRICS &&
 	    o->format != LH_FMT_PROMETHEUS) {

@@ -31,6 +31,9 @@ struct lh_common_opts {
 	bool attach_set;	/* --attach given (twice is refused) */
 	unsigned int given;	/* bit per one-value option given so far (cli.c given_once) */
 	bool verbose;
+	bool help;		/* -h: the synopsis (with -v, the counter glossary too) */
+	struct lh_text_opts text;	/* text output: -v, --sort, --top, --histograms */
+	unsigned int text_given;	/* bit per text option given (refused with another -f) */
 	uint32_t pid;		/* 0 = any process */
 	uint64_t pid_ticks;	/* -p: its start (/proc stat starttime): a pid reused later is
 				 * another process, not traced */
@@ -80,6 +83,9 @@ enum {
 	LH_OPT_ANONYMIZE,
 	LH_OPT_BUCKETS,
 	LH_OPT_LABEL,
+	LH_OPT_SORT,
+	LH_OPT_TOP,
+	LH_OPT_HISTOGRAMS,
 	LH_OPT_TOOL_BASE = 0x200,	/* tool-specific long options start here */
 };
 
@@ -103,7 +109,14 @@ enum {
 	{ "series", required_argument, NULL, LH_OPT_SERIES },          \
 	{ "anonymize", no_argument, NULL, LH_OPT_ANONYMIZE },         \
 	{ "buckets", required_argument, NULL, LH_OPT_BUCKETS },        \
-	{ "label", required_argument, NULL, LH_OPT_LABEL }
+	{ "label", required_argument, NULL, LH_OPT_LABEL },         \
+	LH_TEXT_LONGOPTS
+
+/* The text output's options (lathist report has them too). */
+#define LH_TEXT_LONGOPTS                                           \
+	{ "sort", required_argument, NULL, LH_OPT_SORT },          \
+	{ "top", required_argument, NULL, LH_OPT_TOP },            \
+	{ "histograms", required_argument, NULL, LH_OPT_HISTOGRAMS }
 
 
 /* Defaults: us, precision 0 (at most LH_MAX_PRECISION), text, auto attach, 10240 keys. */
@@ -115,6 +128,18 @@ void lh_common_defaults(struct lh_common_opts *o);
  * ("lathist TOOL: <what> '<value>': <why>; <fix>").
  */
 int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char *tool);
+
+/*
+ * --sort, --top or --histograms (opt) into t; *given gets a bit per option
+ * (a second is refused). 0, 1 when opt is none of them, or -EINVAL after the
+ * message.
+ */
+int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char *arg,
+		const char *tool);
+
+/* The text options given (given: lh_text_opt's bits) are refused with a format
+ * other than text: 0, or -EINVAL after the message. */
+int lh_text_only(unsigned int given, enum lh_format format, const char *tool);
 
 /*
  * Parse a size in bytes ("4096", "64k", "1m", "1g") and round it up to a power-of-two

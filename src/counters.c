@@ -6,60 +6,56 @@
 #include "hist.h"
 #include "report.h"
 
-#define R LH_TOOL_RUNQ
-#define B LH_TOOL_BIO
-#define A LH_TOOL_ALL
 #define EV LH_SCOPE_EVENTS
 #define SL LH_SCOPE_SLICES
+/* name, loss, of_events, needs, scope, gap: what a class is, whatever tool counts it (a
+ * tool says what it means in its own words: its descriptor's counter_desc) */
 static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
-	[LH_EV_ENDS] = { "events", "ends seen (runq: switch-ins of traced tasks; bio: final completions)", false, A, false },
-	[LH_EV_PAIRED] = { "paired", "ends paired with their start, all in the histograms", false, A, true },
-	[LH_EV_STARTS_WAKEUP] = { "starts_wakeup", "wakeups recorded as a start", false, R, false },
-	[LH_EV_STARTS_PREEMPT] = { "starts_preempt", "preempted switch-outs recorded as a start", false, R, false },
-	[LH_EV_WAKEUP_RUNNING] = { "wakeup_while_running", "wakeups of a task still on a CPU (no wait followed)", false, R, false },
-	[LH_EV_WAKEUP_QUEUED] = { "wakeup_while_queued", "wakeups of a preempted task still queued (its wait goes on)", false, R, false },
-	[LH_EV_FILTERED] = { "filtered", "events rejected by filters (not a loss)", false, A, false },
-	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", "ends of waits (requests) that began before tracing (runq: queued before it, by the kernel's own sched_info)", false, A, true },
-	[LH_EV_BIO_CREATED] = { "created", "requests created (block_io_start, or block_rq_insert before 6.5)", false, B, false },
-	[LH_EV_BIO_ISSUED] = { "issued", "requests issued to the driver (block_rq_issue)", false, B, false },
-	[LH_EV_BIO_NO_QUEUE] = { "no_queue_stage", "requests first seen at issue: device and total only", false, B, false },
-	[LH_EV_BIO_PARTIAL] = { "partial_completions", "completions of part of a request (counted once, at the end)", false, B, false },
-	[LH_EV_BIO_REQUEUED] = { "requeued", "requests issued again after a requeue (device time from the last issue)", false, B, false },
-	[LH_EV_BIO_MERGED] = { "merged", "requests merged into another before issue (counted with it)", false, B, false },
-	[LH_EV_BIO_UNISSUED] = { "completed_unissued", "requests completed without reaching the driver (e.g. empty flushes): total only", false, B, false },
-	[LH_EV_RB_ELIGIBLE] = { "records_eligible", "events at or over --slower-than: one record each", false, A, false, LH_FEAT_RECORDS },
-	[LH_EV_SLICES] = { "slices", "on-CPU slices in the oncpu histograms", false, R, false, LH_FEAT_ONCPU },
-	[LH_EV_SWITCHES] = { "switches", "sched_switch events seen (all tasks, all CPUs)", false, R, false },
-	[LH_GAP_MISSED_SWITCH] = { "missed_switch", "context switches lathist saw no sched_switch event of (rq->nr_switches moved more, or prev was not the CPU's last next): the kernel fired none, or skipped lathist's program (prog_missed)", false, R, false, 0, 0, true },
-	[LH_GAP_HIDDEN_TASKS] = { "hidden_tasks", "traced tasks (per /proc, alive all through the end-of-run sweep) the kernel's task iterator did not show: their waits after their last event seen are not counted (not checked under --cgroup or outside the initial PID namespace)", false, R, false, 0, 0, true },
-	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", "switch-ins (completions) whose start no event showed", true, A, true, 0, EV },
-	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", "starts replaced by a newer start of the same wait", true, A, false, 0, EV },
-	[LH_LOSS_MISSED_SWITCH_IN] = { "missed_switch_in", "starts whose switch-in no event showed (the task's switch count moved): dropped, never paired", true, R, false, 0, EV },
-	[LH_LOSS_MISSED_WAIT] = { "missed_wait", "waits the task's switch count shows with no event at all (neither start nor switch-in)", true, R, false, 0, EV },
-	[LH_LOSS_UNCHECKED] = { "unchecked_start", "classic tracepoint path of lathist 0.1.0 (report inputs only): switch-ins whose wakeup the task's switch count could not check: not paired", true, R, true, LH_FEAT_TRACEPOINT, EV },
-	[LH_LOSS_MISSED_COMPLETION] = { "missed_completion", "requests whose completion no event showed (their request struct came back for a new request, or the kernel had freed it by the end of the run)", true, B, false, 0, EV },
-	[LH_LOSS_STALE] = { "stale_start", "starts left by an earlier task with the same pid", true, R, false, 0, EV },
-	[LH_LOSS_NEGATIVE] = { "negative_delta", "ends timestamped before their start", true, A, true, 0, EV | SL },
-	[LH_LOSS_ABSURD] = { "absurd_delta", "deltas over one hour: broken pairings, not latencies", true, A, true, 0, EV | SL },
-	[LH_LOSS_STORAGE] = { "storage_failed", "task storage could not be created", true, R, false, 0, EV },
-	[LH_LOSS_START_E2BIG] = { "start_map_full", "start map full (runq: raise --max-tasks; bio: --max-requests)", true, A, false, 0, EV },
-	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", "start map out of memory", true, A, false, 0, EV },
-	[LH_LOSS_START_OTHER] = { "start_map_error", "start map update failed (other errno)", true, A, false, 0, EV },
-	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", "histogram map full (raise --max-keys)", true, A, true, 0, EV | SL },
-	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", "histogram map out of memory", true, A, true, 0, EV | SL },
-	[LH_LOSS_HIST_OTHER] = { "hist_map_error", "histogram map update failed (other errno)", true, A, true, 0, EV | SL },
-	[LH_LOSS_RINGBUF] = { "ringbuf_drop", "records not written: ring buffer full (the histograms still count the events)", true, A, false, LH_FEAT_RECORDS },
-	[LH_LOSS_SLICE_UNPAIRED] = { "slice_unpaired", "on-CPU slices that ran across a switch no event showed: dropped", true, R, false, LH_FEAT_ONCPU, SL },
-	[LH_LOSS_PMU_ENOENT] = { "counter_read_enoent", "counter reads failed: ENOENT (no event in the slot)", true, R, false, LH_FEAT_COUNTERS },
-	[LH_LOSS_PMU_EINVAL] = { "counter_read_einval", "counter reads failed: EINVAL (event not readable on this CPU)", true, R, false, LH_FEAT_COUNTERS },
-	[LH_LOSS_PMU_OTHER] = { "counter_read_error", "counter reads failed: other errno", true, R, false, LH_FEAT_COUNTERS },
-	[LH_LOSS_PROG_MISSED] = { "prog_missed", "runs of lathist's programs the kernel skipped (another BPF program was running on that CPU): each may lose an event", true, A, false, 0, EV | SL },
+	[LH_EV_ENDS] = { "events", false, false, 0, 0, false },
+	[LH_EV_PAIRED] = { "paired", false, true, 0, 0, false },
+	[LH_EV_STARTS_WAKEUP] = { "starts_wakeup", false, false, 0, 0, false },
+	[LH_EV_STARTS_PREEMPT] = { "starts_preempt", false, false, 0, 0, false },
+	[LH_EV_WAKEUP_RUNNING] = { "wakeup_while_running", false, false, 0, 0, false },
+	[LH_EV_WAKEUP_QUEUED] = { "wakeup_while_queued", false, false, 0, 0, false },
+	[LH_EV_FILTERED] = { "filtered", false, false, 0, 0, false },
+	[LH_EV_BEFORE_TRACE] = { "unpaired_before_trace", false, true, 0, 0, false },
+	[LH_EV_BIO_CREATED] = { "created", false, false, 0, 0, false },
+	[LH_EV_BIO_ISSUED] = { "issued", false, false, 0, 0, false },
+	[LH_EV_BIO_NO_QUEUE] = { "no_queue_stage", false, false, 0, 0, false },
+	[LH_EV_BIO_PARTIAL] = { "partial_completions", false, false, 0, 0, false },
+	[LH_EV_BIO_REQUEUED] = { "requeued", false, false, 0, 0, false },
+	[LH_EV_BIO_MERGED] = { "merged", false, false, 0, 0, false },
+	[LH_EV_BIO_UNISSUED] = { "completed_unissued", false, false, 0, 0, false },
+	[LH_EV_RB_ELIGIBLE] = { "records_eligible", false, false, LH_FEAT_RECORDS, 0, false },
+	[LH_EV_SLICES] = { "slices", false, false, LH_FEAT_ONCPU, 0, false },
+	[LH_EV_SWITCHES] = { "switches", false, false, 0, 0, false },
+	[LH_GAP_MISSED_SWITCH] = { "missed_switch", false, false, 0, 0, true },
+	[LH_GAP_HIDDEN_TASKS] = { "hidden_tasks", false, false, 0, 0, true },
+	[LH_LOSS_UNPAIRED] = { "unpaired_no_start", true, true, 0, EV, false },
+	[LH_LOSS_OVERWRITTEN] = { "overwritten_start", true, false, 0, EV, false },
+	[LH_LOSS_MISSED_SWITCH_IN] = { "missed_switch_in", true, false, 0, EV, false },
+	[LH_LOSS_MISSED_WAIT] = { "missed_wait", true, false, 0, EV, false },
+	[LH_LOSS_UNCHECKED] = { "unchecked_start", true, true, LH_FEAT_TRACEPOINT, EV, false },
+	[LH_LOSS_MISSED_COMPLETION] = { "missed_completion", true, false, 0, EV, false },
+	[LH_LOSS_STALE] = { "stale_start", true, false, 0, EV, false },
+	[LH_LOSS_NEGATIVE] = { "negative_delta", true, true, 0, EV | SL, false },
+	[LH_LOSS_ABSURD] = { "absurd_delta", true, true, 0, EV | SL, false },
+	[LH_LOSS_STORAGE] = { "storage_failed", true, false, 0, EV, false },
+	[LH_LOSS_START_E2BIG] = { "start_map_full", true, false, 0, EV, false },
+	[LH_LOSS_START_ENOMEM] = { "start_map_enomem", true, false, 0, EV, false },
+	[LH_LOSS_START_OTHER] = { "start_map_error", true, false, 0, EV, false },
+	[LH_LOSS_HIST_E2BIG] = { "hist_map_full", true, true, 0, EV | SL, false },
+	[LH_LOSS_HIST_ENOMEM] = { "hist_map_enomem", true, true, 0, EV | SL, false },
+	[LH_LOSS_HIST_OTHER] = { "hist_map_error", true, true, 0, EV | SL, false },
+	[LH_LOSS_RINGBUF] = { "ringbuf_drop", true, false, LH_FEAT_RECORDS, 0, false },
+	[LH_LOSS_SLICE_UNPAIRED] = { "slice_unpaired", true, false, LH_FEAT_ONCPU, SL, false },
+	[LH_LOSS_PMU_ENOENT] = { "counter_read_enoent", true, false, LH_FEAT_COUNTERS, 0, false },
+	[LH_LOSS_PMU_EINVAL] = { "counter_read_einval", true, false, LH_FEAT_COUNTERS, 0, false },
+	[LH_LOSS_PMU_OTHER] = { "counter_read_error", true, false, LH_FEAT_COUNTERS, 0, false },
+	[LH_LOSS_PROG_MISSED] = { "prog_missed", true, false, 0, EV | SL, false },
 };
 #undef EV
 #undef SL
-#undef R
-#undef B
-#undef A
 
 const struct lh_counter_info *lh_counter_info(int i)
 {
@@ -183,19 +179,19 @@ static void wrap(FILE *f, const char *text, int col, int indent, int width)
 	fputc('\n', f);
 }
 
-void lh_counters_help(FILE *f, unsigned int tool_bit)
+void lh_counters_help(FILE *f, const char *const *desc)
 {
-	fputs("\nEvents, losses and kernel gaps (text footer, JSON \"loss\"; README: Loss "
-	      "accounting):\n", f);
+	fputs("\nEvents, losses and kernel gaps (the text's -v table, JSON \"loss\"; "
+	      "docs/losses.md):\n", f);
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = &infos[i];
 		char line[512];
 
 		/* a class only old documents carry: no run shows it */
-		if (!(ci->tools & tool_bit) || (ci->needs & LH_FEAT_TRACEPOINT))
+		if (!desc[i] || (ci->needs & LH_FEAT_TRACEPOINT))
 			continue;
 		snprintf(line, sizeof(line), "%s%s", ci->loss ? "LOSS: " : ci->gap ? "KERNEL GAP: " : "",
-			 ci->desc);
+			 desc[i]);
 		fprintf(f, "  %-22s", ci->name);
 		wrap(f, line, 24, 24, 79);
 	}

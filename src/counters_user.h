@@ -18,11 +18,11 @@ enum lh_scope {
 	LH_SCOPE_SLICES = 2,	/* on-CPU slices (runq oncpu) */
 };
 
+/* What a class is, whatever tool counts it; what it means is the tool's to say
+ * (struct lh_tool_desc's counter_desc). */
 struct lh_counter_info {
 	const char *name;	/* stable name used in JSON and text */
-	const char *desc;	/* one line for the text footer */
 	bool loss;		/* keeps an event out of the histograms (or records, counter sums) */
-	unsigned int tools;	/* enum lh_tool_bit: shown for these tools only */
 	bool of_events;		/* counted at ends: a part of "events", shown with a share */
 	unsigned int needs;	/* enum lh_feature bits: shown only with these outputs */
 	unsigned int scope;	/* enum lh_scope: histograms a loss may be missing from; 0 = none */
@@ -38,8 +38,9 @@ void lh_counters_sum(uint64_t out[LH_NR_COUNTERS], const struct lh_counters *per
 /* part as a share of whole: "12.34%", "<0.01%" for a tiny non-zero part, "0.00%". */
 const char *lh_share(uint64_t part, uint64_t whole, char *buf, size_t len);
 
-/* Every counter of a tool (enum lh_tool_bit) with what it means, for -h. */
-void lh_counters_help(FILE *f, unsigned int tool_bit);
+/* Every counter a tool counts with what it means (desc: its counter_desc, NULL
+ * where it counts none), for -h -v and the man page. */
+void lh_counters_help(FILE *f, const char *const *desc);
 
 /* Sum of all loss classes. */
 uint64_t lh_counters_lost(const uint64_t v[LH_NR_COUNTERS]);

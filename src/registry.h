@@ -24,7 +24,14 @@ struct lh_tool_desc {
 	const char *name;			/* the verb: "runq" */
 	const char *summary;			/* one line for lathist -h */
 	int (*main)(int argc, char **argv);	/* argv[0] is the verb */
-	unsigned int bit;			/* enum lh_tool_bit: which counters apply */
+	unsigned int bit;			/* enum lh_tool_bit: doctor's checks */
+	/* what each counter means in this tool's words, [LH_NR_COUNTERS]; NULL where
+	 * the tool counts none: the outputs show only the counters it names */
+	const char *const *counter_desc;
+	const char *noun;			/* what one paired event is: "waits" */
+	const char *everyone;			/* the total key in text: "all tasks" */
+	bool charges_keys;			/* losses of a known task are charged to its
+						 * key (loss.charged_to_keys, key_lost) */
 	const struct lh_hist_kind *kinds;	/* its histograms, in print order */
 	int nkinds;
 	bool has_bytes;				/* histograms carry bytes (a bytes counter) */

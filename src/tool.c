@@ -38,7 +38,7 @@ static int render_to(FILE *f, const struct lh_report *r, const struct lh_common_
 		lh_om_for(o, &r->meta, o->format == LH_FMT_OPENMETRICS, &om, labels);
 		lh_render_openmetrics(f, r, &om);
 	} else {
-		lh_render_text(f, r);
+		lh_render_text(f, r, &o->text);
 	}
 	return ferror(f) ? -EIO : 0;
 }

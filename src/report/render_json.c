@@ -10,6 +10,7 @@
 #include "pmu_user.h"
 #include "recline.h"
 #include "report.h"
+#include "registry.h"
 #include "version.h"
 
 static json_object *u64(uint64_t v)
@@ -325,7 +326,7 @@ static void put_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_
 	jw_u64(&w, "sum_ns", h->sum_ns);
 	jw_u64(&w, "max_ns", h->max_ns);
 	jw_u64(&w, "lost", lost);
-	if (h->key.fields & LH_KEY_PID && r->meta.tool_bit & LH_TOOL_RUNQ)
+	if (h->key.fields & LH_KEY_PID && r->meta.desc && r->meta.desc->charges_keys)
 		jw_u64(&w, "key_lost", lh_report_key_charge(r, &h->key));
 	if (lost)
 		jw_null(&w, "max_ns_high");
@@ -469,10 +470,9 @@ static json_object *loss_json(const struct lh_report *r)
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if ((lh_counter_info(i)->tools & r->meta.tool_bit) &&
-		    !(lh_counter_info(i)->needs & ~r->meta.features))
+		if (lh_meta_counts(&r->meta, i) && !(lh_counter_info(i)->needs & ~r->meta.features))
 			json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
-	if (lh_counter_info(LH_GAP_MISSED_SWITCH)->tools & r->meta.tool_bit) {
+	if (lh_meta_counts(&r->meta, LH_GAP_MISSED_SWITCH)) {
 		json_object *a = json_object_new_array();
 
 		for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++)

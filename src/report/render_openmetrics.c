@@ -274,7 +274,7 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_o
 		for (int i = 0; i < LH_NR_COUNTERS; i++) {
 			const struct lh_counter_info *ci = lh_counter_info(i);
 
-			if (ci->loss != (bool)loss || ci->gap || !(ci->tools & m->tool_bit) ||
+			if (ci->loss != (bool)loss || ci->gap || !lh_meta_counts(m, i) ||
 			    (ci->needs & ~m->features))
 				continue;
 			snprintf(more, sizeof(more), "class=\"%s\"", ci->name);
@@ -282,7 +282,7 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_o
 			fprintf(f, " %" PRIu64 "\n", r->counters[i]);
 		}
 	}
-	if (lh_counter_info(LH_GAP_MISSED_SWITCH)->tools & m->tool_bit) {
+	if (lh_meta_counts(m, LH_GAP_MISSED_SWITCH)) {
 		snprintf(name, sizeof(name), "lathist_%s_kernel_gaps_total", m->tool);
 		family(f, strict, name, "counter", NULL,
 		       "What the kernel did with no event, per CPU: missed_switch, context "

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Text renderer: familiar to runqlat/biolatency users, plus stats and losses. */
+/* Text: the header and the histograms (the ranked table and the losses: text_rank.c,
+ * text_losses.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -7,8 +8,10 @@
 #include <json-c/json.h>
 #include "pmu_user.h"
 #include "recline.h"
+#include "registry.h"
 #include "outbuf.h"
 #include "report.h"
+#include "text.h"
 
 #define STARS 40
 
@@ -47,8 +50,7 @@ static inline __attribute__((always_inline)) char *put_str(char *p, const char *
 	return p + n;
 }
 
-/* v in decimal, as fprintf's %PRIu64 writes it. */
-static void fput_u64(struct lh_out *o, uint64_t v)
+void lh_text_u64(struct lh_out *o, uint64_t v)
 {
 	char *d = lh_out_room(o, 20);
 
@@ -56,7 +58,8 @@ static void fput_u64(struct lh_out *o, uint64_t v)
 }
 
 /*
- * One row of a histogram, "lo -> hi : count |stars|", formatted here rather
+ * One row of a histogram, "lo -> hi : count |stars|" (a count under one star's
+ * worth, max / STARS, shows as a '.'), formatted here rather
  * than by fprintf (a run with thousands of keys prints hundreds of thousands
  * of rows a second): the bytes of "%10" PRIu64 " -> %-10" PRIu64 " : %-8"
  * PRIu64 " |" ("inf" for an unbounded hi), STARS stars and spaces, "|\n".
@@ -72,8 +75,6 @@ static void print_row(struct lh_out *o, uint64_t lo, uint64_t hi, uint64_t val, 
 	int n = !max ? 0 : val <= UINT64_MAX / STARS ? (int)(val * STARS / max) :
 		(int)((long double)val * STARS / max);
 
-	if (val && !n)
-		n = 1;
 	p = put_u64(p, lo, 10, false);
 	p = put_str(p, " -> ", 0);
 	p = hi == UINT64_MAX ? put_str(p, "inf", 10) : put_u64(p, hi, 10, true);
@@ -81,27 +82,27 @@ static void print_row(struct lh_out *o, uint64_t lo, uint64_t hi, uint64_t val, 
 	p = put_u64(p, val, 8, true);
 	p = put_str(p, " |", 0);
 	memcpy(p, bar + STARS - n, STARS);
+	if (val && !n)	/* under one star's worth: a thin mark, not a star */
+		*p = '.';
 	p += STARS;
 	p = put_str(p, "|\n", 0);
 	lh_out_wrote(o, (size_t)(p - row));
 }
 
-/* m's filters, each as " name=value" (the header's filters line, a filtered total). */
+/* m's filters, each as " name=value" (the header's filters, a filtered total). */
 static void put_filters(struct lh_out *o, const struct lh_meta *m)
 {
 	for (int i = 0; i < m->nfilters; i++)
 		lh_out_printf(o, " %s=%s", m->filters[i].name, m->filters[i].value);
 }
 
-/* The key's fields; the total is "all tasks", and "all tasks (filtered: ...)"
- * with m's filters, which select what the total holds (-p, -t, --cgroup, ...). */
-static void print_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m)
+void lh_text_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m)
 {
 	char comm[4 * sizeof(k->comm) + 1];
 	const char *sep = "";
 
 	if (!k->fields) {
-		lh_out_str(o, "all tasks");
+		lh_out_str(o, m->desc ? m->desc->everyone : "all tasks");
 		if (!m->nfilters)
 			return;
 		lh_out_str(o, " (filtered:");
@@ -109,16 +110,16 @@ static void print_key(struct lh_out *o, const struct lh_key *k, const struct lh_
 		lh_out_char(o, ')');
 		return;
 	}
-	/* fputs and fput_u64, not fprintf: thousands of keys an interval */
+	/* lh_out_str and lh_text_u64, not printf: thousands of keys an interval (-v) */
 	if (k->fields & LH_KEY_TID) {
 		lh_out_str(o, "tid ");
-		fput_u64(o, k->tid);
+		lh_text_u64(o, k->tid);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_PID) {
 		lh_out_str(o, sep);
 		lh_out_str(o, "pid ");
-		fput_u64(o, k->pid);
+		lh_text_u64(o, k->pid);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_COMM) {
@@ -131,7 +132,7 @@ static void print_key(struct lh_out *o, const struct lh_key *k, const struct lh_
 	if (k->fields & LH_KEY_CPU) {
 		lh_out_str(o, sep);
 		lh_out_str(o, "cpu ");
-		fput_u64(o, k->cpu);
+		lh_text_u64(o, k->cpu);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_DISK) {
@@ -156,13 +157,7 @@ static double in_unit(uint64_t ns, uint64_t unit_ns)
 	return (double)ns / (double)unit_ns;
 }
 
-/*
- * count, mean, the percentiles as slots and the exact max; with L events lost
- * that could have belonged to h, each percentile's bounds (all L below, all L
- * above) on a line of its own, and whether L can move it.
- */
-/* v as printf's "%.3f" (lh_line_fixed, exact: thousands of keys an interval). */
-static void fput_fixed3(struct lh_out *o, double v)
+void lh_text_fixed3(struct lh_out *o, double v)
 {
 	char d[64];
 	struct lh_line l;
@@ -175,7 +170,34 @@ static void fput_fixed3(struct lh_out *o, double v)
 		lh_out_printf(o, "%.3f", v);	/* longer than d: never for a double below 2^64 */
 }
 
-static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r)
+const char *lh_text_duration(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	return buf;
+}
+
+bool lh_text_moves(const struct lh_pct pct[LH_NR_PERCENTILES], uint64_t count)
+{
+	for (size_t i = 0; count && i < LH_NR_PERCENTILES; i++)
+		if (pct[i].low != pct[i].high)
+			return true;
+	return false;
+}
+
+/*
+ * "count N  mean X us  p50 (lo, hi]  ...  max Y us": a percentile the L lost
+ * events that could have belonged to h can move ends in '?'. With -v, a line
+ * per percentile with its bounds (all L below, all L above) follows.
+ */
+static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
+			const struct lh_text_opts *t)
 {
 	const struct lh_meta *m = &r->meta;
 	struct lh_pct pct[LH_NR_PERCENTILES];
@@ -183,29 +205,23 @@ static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct 
 	char a[64], b[160];
 
 	lh_out_str(o, "     count ");
-	fput_u64(o, h->count);
-	lh_out_str(o, "  mean ");
-	fput_fixed3(o, in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count);
+	lh_text_u64(o, h->count);
+	lh_out_printf(o, "  mean %.1f", in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count);
 	lh_out_char(o, ' ');
 	lh_out_str(o, m->unit);
-	if (!lost) {
-		for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
-			lh_out_str(o, "  ");
-			lh_out_str(o, lh_percentiles[i].name);
-			lh_out_char(o, ' ');
-			lh_out_str(o, lh_slot_range(a, sizeof(a), pct[i].slot, m));
-		}
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
+		lh_out_str(o, "  ");
+		lh_out_str(o, lh_percentiles[i].name);
 		lh_out_char(o, ' ');
-		lh_out_str(o, m->unit);
-		lh_out_str(o, "  max ");
-		fput_fixed3(o, in_unit(h->max_ns, m->scheme.unit_ns));
-		lh_out_char(o, ' ');
-		lh_out_str(o, m->unit);
-		lh_out_char(o, '\n');
-		return;
+		lh_out_str(o, lh_slot_range(a, sizeof(a), pct[i].slot, m));
+		if (pct[i].low != pct[i].high)
+			lh_out_char(o, '?');
 	}
-	lh_out_printf(o, "  max %.3f %s (%" PRIu64 " lost: could be longer)\n",
-		in_unit(h->max_ns, m->scheme.unit_ns), m->unit, lost);
+	lh_out_printf(o, "  max %.1f ", in_unit(h->max_ns, m->scheme.unit_ns));
+	lh_out_str(o, m->unit);
+	lh_out_char(o, '\n');
+	if (!lost || !t->verbose)
+		return;
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		lh_out_printf(o, "     %-5s %s %s ", lh_percentiles[i].name,
 			lh_slot_range(a, sizeof(a), pct[i].slot, m), m->unit);
@@ -215,9 +231,12 @@ static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct 
 			lh_out_printf(o, "(%" PRIu64 " lost: could be %s)\n", lost,
 				lh_bounds_range(b, sizeof(b), pct[i].low, pct[i].high, m));
 	}
+	lh_out_printf(o, "     max   %.3f %s (%" PRIu64 " lost: could be longer)\n",
+		in_unit(h->max_ns, m->scheme.unit_ns), m->unit, lost);
 }
 
-static void print_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r)
+void lh_text_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
+		  const struct lh_text_opts *t)
 {
 	const struct lh_meta *m = &r->meta;
 	int first = -1, last = -1;
@@ -232,7 +251,7 @@ static void print_hist(struct lh_out *o, const struct lh_hist *h, const struct l
 	lh_out_str(o, ": ");
 	lh_out_str(o, desc);
 	lh_out_str(o, "; ");
-	print_key(o, &h->key, &r->meta);
+	lh_text_key(o, &h->key, &r->meta);
 	lh_out_char(o, '\n');
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		if (!h->slots[i])
@@ -261,7 +280,30 @@ static void print_hist(struct lh_out *o, const struct lh_hist *h, const struct l
 			  lh_slot_hi((uint32_t)i, m->scheme.precision), h->slots[i], max);
 	if (m->has_bytes)
 		lh_out_printf(o, "     bytes %" PRIu64 "\n", h->bytes);
-	print_stats(o, h, r);
+	print_stats(o, h, r, t);
+}
+
+void lh_text_paragraph(struct lh_out *o, const char *text, int width)
+{
+	int col = 0;
+
+	while (*text) {
+		int len = (int)strcspn(text, " ");
+
+		if (col > 2 && col + 1 + len > width) {
+			lh_out_str(o, "\n  ");
+			col = 2;
+		} else if (col) {
+			lh_out_char(o, ' ');
+			col++;
+		}
+		lh_out_put(o, text, (size_t)len);
+		col += len;
+		text += len;
+		while (*text == ' ')
+			text++;
+	}
+	lh_out_char(o, '\n');
 }
 
 static const char *or_unknown(const char *s)
@@ -270,7 +312,7 @@ static const char *or_unknown(const char *s)
 }
 
 /*
- * The context, in two lines: what the latencies depend on (preemption model,
+ * -v: the context, in two lines: what the latencies depend on (preemption model,
  * hypervisor, SMT, governors, latency settings on the command line, the
  * traced disks' queues) and the steal and load over this aggregate.
  */
@@ -328,23 +370,6 @@ static void print_context(struct lh_out *o, const struct lh_meta *m)
 			}
 		}
 		lh_out_char(o, '\n');
-		if (json_object_object_get_ex(m->context, "mixed", &cmd) &&
-		    json_object_is_type(cmd, json_type_object)) {
-			int n = 0;
-
-			/* boot ids differ between hosts and boots: not a setting */
-			json_object_object_foreach(cmd, k, v) {
-				if (!strcmp(k, "boot_id"))
-					continue;
-				if (!n++)
-					lh_out_str(o, "CONTEXT DIFFERS between the inputs (their latencies may "
-					      "not compare):");
-				lh_out_printf(o, "%s %s %s", n > 1 ? ";" : "", k,
-					json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-			}
-			if (n)
-				lh_out_char(o, '\n');
-		}
 	}
 	if (m->load.known) {
 		lh_out_printf(o, "load: steal %.2f%% of CPU time", m->load.cpu_ns ?
@@ -357,20 +382,32 @@ static void print_context(struct lh_out *o, const struct lh_meta *m)
 	}
 }
 
-static void print_header(struct lh_out *o, const struct lh_meta *m)
+/*
+ * At most three lines: the tool, host, kernel, CPUs and duration; the attach
+ * types, filters, grouping and slots; what makes the inputs of a merge differ, or
+ * that names are hashed. -v adds the context and the load.
+ */
+static void print_header(struct lh_out *o, const struct lh_meta *m, const struct lh_text_opts *t)
 {
-	lh_out_printf(o, "lathist %s: host %s, kernel %s, %d CPUs, clock %s\n", m->tool, m->host,
-		m->kernel, m->ncpus, m->clock);
-	print_context(o, m);
-	if (m->anonymized)
-		lh_out_str(o, "anonymized: pids, tids, task names, the host and its boot id are salted "
-		      "hashes\n");
-	if (m->unchecked[0])
-		lh_out_printf(o, "NOT CHECKED: %s\n", m->unchecked);
-	lh_out_str(o, "attach:");
-	for (int i = 0; i < m->nattach; i++)
-		lh_out_printf(o, " %s=%s", m->attach[i].tracepoint, m->attach[i].type);
-	lh_out_str(o, "\nfilters:");
+	bool same = true;
+	json_object *mixed;
+
+	lh_out_printf(o, "lathist %s: host %s, kernel %s, %d CPUs; ", m->tool, m->host, m->kernel,
+		m->ncpus);
+	if (m->interval_index)
+		lh_out_printf(o, "interval %u, %.3f s\n", m->interval_index,
+			(double)m->duration_ns / 1e9);
+	else
+		lh_out_printf(o, "%.3f s\n", (double)m->duration_ns / 1e9);
+	for (int i = 1; i < m->nattach; i++)
+		same = same && !strcmp(m->attach[i].type, m->attach[0].type);
+	lh_out_str(o, "attach");
+	if (same && m->nattach && !t->verbose)
+		lh_out_printf(o, " %s", m->attach[0].type);
+	else
+		for (int i = 0; i < m->nattach; i++)
+			lh_out_printf(o, " %s=%s", m->attach[i].tracepoint, m->attach[i].type);
+	lh_out_str(o, "; filters");
 	if (!m->nfilters)
 		lh_out_str(o, " none");
 	put_filters(o, m);
@@ -379,116 +416,43 @@ static void print_header(struct lh_out *o, const struct lh_meta *m)
 			(double)(m->filter_exit_realtime_ns - m->start_realtime_ns) / 1e9);
 	else if (m->filter_exit_realtime_ns)
 		lh_out_str(o, " (exited before this aggregate)");
-	lh_out_printf(o, "; grouping: %s; ", m->grouping);
+	if (strcmp(m->grouping, "total")) {	/* "process,disk" as "per process, disk" */
+		lh_out_str(o, "; per ");
+		for (const char *g = m->grouping; *g; g++)
+			if (*g == ',')
+				lh_out_str(o, ", ");
+			else
+				lh_out_char(o, *g);
+	}
+	else
+		lh_out_printf(o, "; %s together", m->desc ? m->desc->everyone : "all tasks");
 	if (m->scheme.precision)
-		lh_out_printf(o, "precision %u (%u linear sub-slots per power of two)\n",
+		lh_out_printf(o, "; precision %u (%u sub-slots per power of two)\n",
 			m->scheme.precision, 1U << m->scheme.precision);
 	else
-		lh_out_str(o, "log2 slots\n");
-	if (m->interval_index)
-		lh_out_printf(o, "interval %u: %.3f s\n", m->interval_index, (double)m->duration_ns / 1e9);
-	else
-		lh_out_printf(o, "duration: %.3f s\n", (double)m->duration_ns / 1e9);
-}
+		lh_out_str(o, "; log2 slots\n");
+	if (m->anonymized)
+		lh_out_str(o, "anonymized: pids, tids, task names, the host and its boot id are salted "
+		      "hashes\n");
+	if (m->context && json_object_object_get_ex(m->context, "mixed", &mixed) &&
+	    json_object_is_type(mixed, json_type_object)) {
+		int n = 0;
 
-/*
- * The kernel gaps, said plainly: switches the kernel made without a
- * sched_switch event, and on which CPUs. The waits they hid are in the loss
- * classes (missed_switch_in, missed_wait, unpaired_no_start).
- */
-static void print_gaps(struct lh_out *o, const struct lh_report *r)
-{
-	uint64_t missed = r->counters[LH_GAP_MISSED_SWITCH], seen = r->counters[LH_EV_SWITCHES];
-	uint64_t hidden = r->counters[LH_GAP_HIDDEN_TASKS];
-	char share[16];
-	const char *sep = "";
-
-	if (!(r->meta.tool_bit & LH_TOOL_RUNQ))
-		return;
-	if (hidden)
-		lh_out_printf(o, "KERNEL GAP: %" PRIu64 " traced task%s hidden from the end-of-run check (the "
-			"kernel's task iterator did not show %s):\ntheir waits after their last event seen "
-			"are not counted.\n", hidden, hidden == 1 ? " was" : "s were",
-			hidden == 1 ? "it" : "them");
-	if (!missed)
-		return;
-	lh_out_printf(o, "KERNEL GAP: %" PRIu64 " of %" PRIu64 " context switches (%s) had no sched_switch "
-		"event (", missed, lh_add_sat(seen, missed),
-		lh_share(missed, lh_add_sat(seen, missed), share, sizeof(share)));
-	for (uint32_t cpu = 0; cpu < r->gap_ncpus; cpu++) {
-		if (!r->gap_cpu[cpu])
-			continue;
-		lh_out_printf(o, "%scpu %u: %" PRIu64, sep, cpu, r->gap_cpu[cpu]);
-		sep = ", ";
+		/* boot ids differ between hosts and boots: not a setting */
+		json_object_object_foreach(mixed, k, v) {
+			if (!strcmp(k, "boot_id"))
+				continue;
+			if (!n++)
+				lh_out_str(o, "CONTEXT DIFFERS between the inputs (their latencies may "
+				      "not compare):");
+			lh_out_printf(o, "%s %s %s", n > 1 ? ";" : "", k,
+				json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		}
+		if (n)
+			lh_out_char(o, '\n');
 	}
-	lh_out_str(o, ");\nthe waits they hid are counted as losses where the tasks' switch counts show "
-	      "them\n(missed_switch_in, missed_wait, unpaired_no_start).\n");
-}
-
-static void print_losses(struct lh_out *o, const struct lh_report *r)
-{
-	const uint64_t *v = r->counters;
-	uint64_t events = v[LH_EV_ENDS], hist_lost = lh_hist_lost(v);
-	char *reasons[LH_NR_COUNTERS], share[16];
-	size_t n;
-
-	lh_out_printf(o, "\nevents and losses (shares of %" PRIu64 " events):\n", events);
-	for (int i = 0; i < LH_NR_COUNTERS; i++) {
-		const struct lh_counter_info *ci = lh_counter_info(i);
-
-		if (!(ci->tools & r->meta.tool_bit) || (ci->needs & ~r->meta.features))
-			continue;
-		lh_out_printf(o, "  %-22s %12" PRIu64, ci->name, v[i]);
-		/* a share only for what is a part of the events */
-		if (events && lh_counter_of_events(i, r->meta.features))
-			lh_out_printf(o, " %8s", lh_share(v[i], events, share, sizeof(share)));
-		else
-			lh_out_printf(o, " %8s", "");
-		lh_out_printf(o, "  %s%s\n", ci->loss ? "LOSS: " : ci->gap ? "KERNEL GAP: " : "", ci->desc);
-	}
-	print_gaps(o, r);
-	if (r->records.on) {
-		uint64_t kib = r->records.ringbuf_bytes / 1024;
-
-		lh_out_printf(o, "records (--slower-than %.3f %s): eligible %" PRIu64 ", delivered %" PRIu64
-			", dropped %" PRIu64 " (%s; ring buffer %" PRIu64 " %s)\n",
-			in_unit(r->records.slower_than_ns, r->meta.scheme.unit_ns), r->meta.unit,
-			v[LH_EV_RB_ELIGIBLE], r->records.delivered, v[LH_LOSS_RINGBUF],
-			lh_share(v[LH_LOSS_RINGBUF], v[LH_EV_RB_ELIGIBLE], share, sizeof(share)),
-			kib >= 1024 ? kib / 1024 : kib, kib >= 1024 ? "MiB" : "KiB");
-	}
-	if (r->trend == LH_TREND_RISES)
-		lh_out_printf(o, "losses rise with load over %zu intervals: the tail is most likely "
-			"under-reported\n", r->trend_intervals);
-	else if (r->trend == LH_TREND_FLAT)
-		lh_out_printf(o, "losses do not rise with load over %zu intervals\n", r->trend_intervals);
-	n = lh_bias_reasons(v, r->meta.features, reasons, LH_NR_COUNTERS);
-	if (!n) {
-		lh_out_str(o, "no loss: every paired event is in the histograms");
-		lh_out_str(o, r->records.on ? ", every eligible event has a record" : "");
-		lh_out_str(o, lh_counters_gaps(v) ? " (the kernel gap above cost no traced event that "
-		      "lathist could tell)" : "");
-		lh_out_str(o, r->meta.unchecked[0] ? "; but see NOT CHECKED above: what it names was not "
-		      "seen\n" : "\n");
-		return;
-	}
-	lh_out_printf(o, "WARNING: %" PRIu64 " loss%s counted: ", lh_counters_lost(v),
-		lh_counters_lost(v) == 1 ? "" : "es");
-	for (size_t i = 0; i < n; i++) {
-		lh_out_printf(o, "%s%s", i ? "; " : "", reasons[i]);
-		free(reasons[i]);
-	}
-	lh_out_str(o, ".\n");
-	if (hist_lost)
-		lh_out_str(o, "Losses cluster in bursts and expensive events: the distribution may be biased\n"
-		      "(most likely the tail is under-reported); counts were not rescaled.\n");
-	if (lh_pmu_lost(v))
-		lh_out_str(o, "Counter reads failed: those slices are left out of the counter sums (see\n"
-		      "'slices left out' per key); the histograms still hold them.\n");
-	if (v[LH_LOSS_RINGBUF])
-		lh_out_str(o, "Records were dropped where the ring buffer was full, in bursts: the records\n"
-		      "are not every slow event (the histograms still count them all); raise\n"
-		      "--ringbuf-size or --slower-than.\n");
+	if (t->verbose)
+		print_context(o, m);
 }
 
 /* A counter table per key: raw, times, multiplexing, the estimate, a rate per on-CPU ms. */
@@ -507,7 +471,7 @@ static void print_counters(struct lh_out *o, const struct lh_report *r)
 
 		b = lh_pmu_key_end(r, a);
 		lh_out_str(o, "  ");
-		print_key(o, &r->pmu[a].key, &r->meta);
+		lh_text_key(o, &r->pmu[a].key, &r->meta);
 		lh_out_printf(o, ": %" PRIu64 " slices, on-CPU %.3f ms", r->pmu[a].slices,
 			(double)r->pmu[a].oncpu_ns / 1e6);
 		if (r->pmu[a].read_failed)
@@ -546,21 +510,64 @@ static void print_counters(struct lh_out *o, const struct lh_report *r)
 			lh_pmu_why(pm->unsupported[i].err));
 }
 
-void lh_render_text(FILE *f, const struct lh_report *r)
+void lh_text_defaults(struct lh_text_opts *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->top = LH_TEXT_TOP;
+	t->histograms = LH_TEXT_HISTOGRAMS;
+}
+
+/* A grouped run: the ranked table, then the histograms of its top keys. Returns
+ * whether a percentile shown is marked '?'. */
+static bool print_ranked(struct lh_out *o, const struct lh_report *r, const struct lh_text_opts *t)
+{
+	struct lh_ranking k;
+	bool marked;
+
+	if (lh_rank(&k, r, t)) {	/* no memory for the table: every histogram, as they come */
+		for (size_t i = 0; i < r->nhists; i++)
+			lh_text_hist(o, &r->hists[i], r, t);
+		return true;	/* what the losses can move is not known here */
+	}
+	marked = lh_rank_print(o, r, t, &k);
+	for (size_t i = 0; i < k.n && i < t->histograms; i++)
+		for (int j = 0; j < k.rows[i].nhist; j++) {
+			const struct lh_hist *h = &r->hists[k.rows[i].hist[j]];
+			struct lh_pct pct[LH_NR_PERCENTILES];
+
+			lh_report_percentiles(r, h, pct);
+			marked = marked || lh_text_moves(pct, h->count);
+			lh_text_hist(o, h, r, t);
+		}
+	lh_rank_free(&k);
+	return marked;
+}
+
+void lh_render_text(FILE *f, const struct lh_report *r, const struct lh_text_opts *t)
 {
 	struct lh_out out, *o = &out;	/* 64 KiB of stack: one fwrite per 64 KiB */
+	struct lh_text_opts defaults;
+	bool grouped = strcmp(r->meta.grouping, "total") != 0, marked = false;
 
+	if (!t) {
+		lh_text_defaults(&defaults);
+		t = &defaults;
+	}
 	o->f = f;
 	o->n = 0;
-	print_header(o, &r->meta);
-	if (!r->nhists)
+	print_header(o, &r->meta, t);
+	if (!r->nhists) {
 		lh_out_str(o, "\n(no paired events)\n");
-	for (size_t i = 0; i < r->nhists; i++) {
-		lh_report_prefetch_after(r, i);
-		print_hist(o, &r->hists[i], r);
+	} else if (grouped) {
+		marked = print_ranked(o, r, t);
+	} else {
+		for (size_t i = 0; i < r->nhists; i++) {
+			lh_report_prefetch_after(r, i);
+			lh_text_hist(o, &r->hists[i], r, t);
+		}
 	}
 	print_counters(o, r);
-	print_losses(o, r);
+	lh_text_losses(o, r, t, grouped, marked);
 	lh_out_flush(o);
 	fflush(f);
 }

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include "pmu_user.h"
 #include "recline.h"
+#include "registry.h"
 #include "report.h"
 
 /* The task a key names: its ids, then its start time (0s in a CPU's key). */
@@ -496,6 +497,16 @@ static void charges_settle(struct lh_report *r)
 			r->charges[++n] = r->charges[i];
 	}
 	r->ncharges = n + 1;
+}
+
+const char *lh_meta_counter_desc(const struct lh_meta *m, int i)
+{
+	return m->desc && i >= 0 && i < LH_NR_COUNTERS ? m->desc->counter_desc[i] : NULL;
+}
+
+bool lh_meta_counts(const struct lh_meta *m, int i)
+{
+	return lh_meta_counter_desc(m, i) != NULL;
 }
 
 uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *key)

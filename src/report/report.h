@@ -94,9 +94,12 @@ struct lh_load {
 	double loadavg_max;		/* the larger; in a merge the largest of the inputs' */
 };
 
+struct lh_tool_desc;
+
 struct lh_meta {
 	const char *tool;		/* "runq" */
-	unsigned int tool_bit;		/* enum lh_tool_bit: which counters apply */
+	const struct lh_tool_desc *desc;	/* the tool's descriptor (registry.h): which
+					 * counters it has and what they mean */
 	bool has_bytes;			/* histograms carry bytes (bio) */
 	char kernel[128];		/* uname release */
 	const char *clock;		/* "CLOCK_MONOTONIC (bpf_ktime_get_ns)" */
@@ -131,6 +134,12 @@ struct lh_meta {
 	const struct lh_part *parts;	/* a merge (lathist report): what it covers */
 	size_t nparts;
 };
+
+/* Does m's tool count counter i (its descriptor names it)? */
+bool lh_meta_counts(const struct lh_meta *m, int i);
+
+/* What m's tool says counter i means; NULL when it does not count it. */
+const char *lh_meta_counter_desc(const struct lh_meta *m, int i);
 
 /* Lost waits charged to one key (runq per process/thread): the key's identity
  * (tid 0 per process) and the count. */
@@ -346,8 +355,34 @@ static __always_inline void lh_report_prefetch_after(const struct lh_report *r, 
 		lh_hist_prefetch(&r->hists[i + 2]);
 }
 
-/* Text: header, a `usecs : count distribution` table and stats per histogram, loss footer. */
-void lh_render_text(FILE *f, const struct lh_report *r);
+/* How a grouped run's keys are ranked (--sort): by the time they lost (the sum
+ * of their paired histograms), their count, their p99 slot or their max. */
+enum lh_rank_by { LH_RANK_TOTAL, LH_RANK_COUNT, LH_RANK_P99, LH_RANK_MAX };
+
+#define LH_TEXT_TOP 10		/* rows of the ranked table (--top) */
+#define LH_TEXT_HISTOGRAMS 1	/* keys whose histograms follow it (--histograms) */
+#define LH_TEXT_ALL UINT32_MAX	/* --histograms all */
+
+/* What the text shows beyond the answer (every field 0: lh_text_defaults' but for
+ * top and histograms). */
+struct lh_text_opts {
+	bool verbose;		/* -v: the context, each percentile's bounds, every counter */
+	enum lh_rank_by sort;
+	uint32_t top;		/* ranked rows shown; the rest summed in one line */
+	uint32_t histograms;	/* keys, in rank order, whose histograms are shown */
+};
+
+/* top LH_TEXT_TOP, histograms LH_TEXT_HISTOGRAMS, by total, not verbose. */
+void lh_text_defaults(struct lh_text_opts *t);
+
+/*
+ * Text: a header of at most three lines; a total run's histograms, each with
+ * runqlat's `usecs : count distribution` table and one stats line; a grouped
+ * run's ranked table of keys, then the histograms of its top keys; one loss
+ * line naming every non-zero loss class; one kernel gap line. t NULL: the
+ * defaults.
+ */
+void lh_render_text(FILE *f, const struct lh_report *r, const struct lh_text_opts *t);
 
 /*
  * JSON (schema lathist/1) as a malloc'd NUL-terminated string, pretty unless

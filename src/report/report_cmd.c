@@ -40,6 +40,10 @@ static const char report_help[] =
 	"intervals), and print the result; - reads standard input.\n"
 	"  -f, --format FMT       text (default), json, csv, openmetrics or prometheus\n"
 	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
+	"      --sort BY          grouped text: rank keys by total (default), count, p99, max\n"
+	"      --top N            grouped text: rows in the ranked table (default 10, or all)\n"
+	"      --histograms N     grouped text: histograms of the top N keys (default 1, or all)\n"
+	"  -v, --verbose          context, percentile bounds, every counter\n"
 	"      --buckets SPEC     metrics: the le buckets, MIN..MAX (default 1us..1m) or bounds\n"
 	"      --label NAME=VALUE metrics: a label on every series (repeatable)\n"
 	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency slot\n"
@@ -524,7 +528,7 @@ static int first_meta(struct merge *m, json_object *meta, json_object *hs)
 	      (unit_ns == 1000000 && !strcmp(m->unit, "ms"))))
 		return bad(m, "meta.hist_scheme is not a lathist slot scheme");
 	mt->tool = m->tool;
-	mt->tool_bit = m->desc->bit;
+	mt->desc = m->desc;
 	mt->has_bytes = m->desc->has_bytes;
 	mt->kinds = m->desc->kinds;
 	mt->nkinds = m->desc->nkinds;
@@ -2032,7 +2036,13 @@ int lh_report_parse_buffer(const char *buf, size_t len)
 	err = read_buffer(&m, buf, len);
 	if (!err && devnull) {	/* render every format too */
 		lh_report_sort(&m.r);
-		lh_render_text(devnull, &m.r);
+		struct lh_text_opts t;
+
+		lh_text_defaults(&t);
+		lh_render_text(devnull, &m.r, &t);
+		t.verbose = true;
+		t.histograms = LH_TEXT_ALL;
+		lh_render_text(devnull, &m.r, &t);
 		lh_render_csv(devnull, &m.r, true);
 		struct lh_om_opts om = { .strict = true };
 
@@ -2089,7 +2099,9 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "buckets", required_argument, NULL, LH_OPT_BUCKETS },
 		{ "label", required_argument, NULL, LH_OPT_LABEL },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		LH_TEXT_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -2098,10 +2110,15 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 	o->c.verb = TOOL;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":f:o:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 		case 'o':
+		case 'v':
+		case 'h':
+		case LH_OPT_SORT:
+		case LH_OPT_TOP:
+		case LH_OPT_HISTOGRAMS:
 		case LH_OPT_BUCKETS:
 		case LH_OPT_LABEL:
 			if (lh_common_opt(&o->c, opt, optarg, TOOL) < 0)
@@ -2136,13 +2153,14 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 				return LH_EXIT_USAGE;
 			o->c.anonymize = true;
 			break;
-		case 'h':
-			fputs(report_help, stdout);
-			return -1;
 		default:
 			lh_bad_option(TOOL, opt, argv, longopts);
 			return LH_EXIT_USAGE;
 		}
+	}
+	if (o->c.help) {
+		fputs(report_help, stdout);
+		return -1;
 	}
 	o->first = optind;
 	if (optind >= argc && !o->diff) {
@@ -2162,6 +2180,8 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 			       o->c.format != LH_FMT_TEXT ? "-f" : "--buckets and --label");
 		return LH_EXIT_USAGE;
 	}
+	if (lh_text_only(o->c.text_given, o->c.format, TOOL))
+		return LH_EXIT_USAGE;
 	if (o->heat_hist && !o->heatmap) {
 		lh_usage_error(TOOL, "--heatmap-hist needs --heatmap SVG");
 		return LH_EXIT_USAGE;

@@ -57,24 +57,22 @@ enum {
 	OPT_MAX_REQUESTS,
 };
 
+extern const struct lh_tool_desc bio_tool;
+
 static const char bio_help[] =
 	"Usage: lathist bio [OPTIONS]\n"
-	"Block I/O latency histograms per request, aggregated in the kernel: queue time\n"
-	"(created to issued), device time (issued to completed) and total.\n"
+	"Block I/O latency per request, aggregated in the kernel: queue time (created to\n"
+	"issued), device time (issued to completed) and total.\n"
 	"\n"
 	"Grouping (combinable; default: all requests together):\n"
-	"      --per-process      by the process current when the request was created (the\n"
-	"                         submitter for direct and synchronous I/O, a flusher thread\n"
-	"                         for writeback)\n"
-	"      --per-disk         by disk (e.g. loop0, vda)\n"
-	"      --per-op           by operation: read, write, flush, discard, other\n"
-	"      --per-cgroup       by the cgroup v2 of the process current when the request\n"
-	"                         was created (path and id)\n"
-	"Filters (applied in BPF):\n"
-	"      --disk NAME        only requests to this disk\n"
-	"      --max-requests N   entries of the in-flight request map (default: the disks'\n"
-	"                         request tags now x 1.5 + 1024, -v says how many)\n"
-	"Common options (-p and --cgroup select the submitter):\n";
+	"      --per-process       by the process current at creation (the submitter)\n"
+	"      --per-disk          by disk (e.g. loop0, vda)\n"
+	"      --per-op            by operation: read, write, flush, discard, other\n"
+	"      --per-cgroup        by the cgroup v2 of the process current at creation\n"
+	"bio filters (-p and --cgroup below select the submitter):\n"
+	"      --disk NAME         only requests to this disk\n"
+	"      --max-requests N    entries of the in-flight request map\n"
+	"\n";
 
 void bio_dev_name(uint32_t dev, char *name, size_t len)
 {
@@ -196,10 +194,6 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			continue;
 		err = 0;
 		switch (opt) {
-		case 'h':
-			printf("%s%s", bio_help, lh_common_help);
-			lh_counters_help(stdout, LH_TOOL_BIO);
-			return 1;
 		case OPT_PER_PROCESS:
 			o->group |= BIO_GROUP_PROCESS;
 			break;
@@ -280,6 +274,12 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist bio -h", argv[optind]);
 		return -EINVAL;
 	}
+	if (o->c.help) {
+		printf("%s%s", bio_help, lh_common_help);
+		if (o->c.verbose)
+			lh_counters_help(stdout, bio_tool.counter_desc);
+		return 1;
+	}
 
 	/* outside the host's PID namespace, what takes or shows pids is refused */
 	if (o->c.pid)
@@ -351,7 +351,7 @@ static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 	struct lh_meta *m = &s->report.meta;
 
 	lh_session_init(s, &o->c, TOOL, bio_kinds, BIO_NR_HISTS, grouping);
-	m->tool_bit = LH_TOOL_BIO;
+	m->desc = &bio_tool;
 	m->has_bytes = true;
 	if (o->disk[0])
 		lh_meta_add_filter(m, "disk", false, "%s", o->disk);
@@ -881,6 +881,43 @@ static const unsigned int bio_grouping_fields[] = {
 /* each request in total once (queue and device: those that have the stage) */
 static const char *const bio_paired[] = { "total", NULL };
 
+/* What each counter means in bio (text -v, -h -v, the man page; docs/losses.md
+ * explains each at length). */
+static const char *const bio_counter_desc[LH_NR_COUNTERS] = {
+	[LH_EV_ENDS] = "final completions of traced requests seen",
+	[LH_EV_PAIRED] = "completions paired with their request's start: the requests in the "
+			 "histograms",
+	[LH_EV_FILTERED] = "requests the filters (-p, --cgroup, --disk) left out: not a loss",
+	[LH_EV_BEFORE_TRACE] = "completions of requests in flight when tracing began: not a loss",
+	[LH_EV_BIO_CREATED] = "requests created (block_io_start, or block_rq_insert before 6.5)",
+	[LH_EV_BIO_ISSUED] = "requests issued to the driver (block_rq_issue)",
+	[LH_EV_BIO_NO_QUEUE] = "requests first seen at issue: device and total only",
+	[LH_EV_BIO_PARTIAL] = "completions of part of a request (counted once, at the end)",
+	[LH_EV_BIO_REQUEUED] = "requests issued again after a requeue (device time from the last "
+			       "issue)",
+	[LH_EV_BIO_MERGED] = "requests merged into another before issue (counted with it)",
+	[LH_EV_BIO_UNISSUED] = "requests completed without reaching the driver (e.g. empty "
+			       "flushes): total only",
+	[LH_EV_RB_ELIGIBLE] = "requests at or over --slower-than: one record each",
+	[LH_LOSS_UNPAIRED] = "completions whose request's start no event showed",
+	[LH_LOSS_OVERWRITTEN] = "starts replaced by a newer start of the same request",
+	[LH_LOSS_MISSED_COMPLETION] = "requests whose completion no event showed (the request "
+				      "struct came back for a new request, or the kernel had freed "
+				      "it by the end of the run)",
+	[LH_LOSS_NEGATIVE] = "completions timestamped before their start",
+	[LH_LOSS_ABSURD] = "requests over one hour: broken pairings, not latencies",
+	[LH_LOSS_START_E2BIG] = "the request map was full (raise --max-requests)",
+	[LH_LOSS_START_ENOMEM] = "the request map was out of memory",
+	[LH_LOSS_START_OTHER] = "a request map update failed (other errno)",
+	[LH_LOSS_HIST_E2BIG] = "the keyed histogram map was full (raise --max-keys)",
+	[LH_LOSS_HIST_ENOMEM] = "the histogram map was out of memory",
+	[LH_LOSS_HIST_OTHER] = "a histogram map update failed (other errno)",
+	[LH_LOSS_RINGBUF] = "records not written: the ring buffer was full (the histograms still "
+			    "count the requests; raise --ringbuf-size)",
+	[LH_LOSS_PROG_MISSED] = "runs of lathist's programs the kernel skipped (another BPF program "
+				"was running on that CPU): each may lose an event",
+};
+
 static const struct lh_tool_tp bio_tps[] = {
 	{ "block/block_io_start", false, 1, "bio: request creation (6.5+; else block_rq_insert)" },
 	{ "block/block_rq_insert", false, 1, "bio: request creation before 6.5" },
@@ -895,6 +932,9 @@ const struct lh_tool_desc bio_tool = {
 	.summary = "block I/O latency: queue and device time, per process, disk, op",
 	.main = bio_main,
 	.bit = LH_TOOL_BIO,
+	.counter_desc = bio_counter_desc,
+	.noun = "requests",
+	.everyone = "all requests",
 	.kinds = bio_kinds,
 	.nkinds = BIO_NR_HISTS,
 	.has_bytes = true,

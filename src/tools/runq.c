@@ -51,28 +51,23 @@ enum {
 
 static const char runq_help[] =
 	"Usage: lathist runq [OPTIONS]\n"
-	"Runqueue latency histograms, aggregated in the kernel: wakeup latency (wakeup to\n"
-	"switch-in) and preemption wait (preempted while runnable to switch-in), apart.\n"
+	"Runqueue latency, aggregated in the kernel: wakeup (wakeup to switch-in) and\n"
+	"preemption wait (preempted while runnable to switch-in), apart.\n"
 	"\n"
-	"Grouping (default: all tasks together):\n"
-	"      --per-process      one histogram pair per process (tgid)\n"
-	"      --per-thread       one histogram pair per thread (tid)\n"
-	"      --per-cpu          one histogram pair per CPU the task was switched in on\n"
-	"      --per-cgroup       one histogram pair per cgroup v2 of the woken task (path and\n"
-	"                         id: a re-created cgroup is a new key)\n"
-	"Filters (applied in BPF; also -p and --cgroup below):\n"
-	"  -t, --tid TID          only thread TID\n"
-	"      --cpus LIST        only switch-ins on these CPUs, e.g. 0-3,7\n"
+	"Grouping (default: all tasks together; grouped text opens with a ranked table):\n"
+	"      --per-process       by process (tgid)\n"
+	"      --per-thread        by thread (tid)\n"
+	"      --per-cpu           by the CPU the task was switched in on\n"
+	"      --per-cgroup        by the cgroup v2 of the woken task\n"
+	"runq filters:\n"
+	"  -t, --tid TID           only thread TID\n"
+	"      --cpus LIST         only switch-ins on these CPUs, e.g. 0-3,7\n"
 	"On-CPU time and counters:\n"
-	"      --oncpu            also an oncpu histogram: on-CPU slices (switch-in to out)\n"
-	"      --counters LIST    perf counters over each on-CPU slice, per key (implies\n"
-	"                         --oncpu): cycles, instructions, cache-misses, cpu-clock,\n"
-	"                         page-faults, ..., rNNNN (at most 8)\n"
-	"      --counters-optional  go on without counters this machine cannot count\n"
-	"Maps:\n"
-	"      --max-tasks N      raw_tp: entries of the pid-keyed start map (default: the\n"
-	"                         threads now x 1.5 + 1024, -v says how many)\n"
-	"Common options:\n";
+	"      --oncpu             also an oncpu histogram: on-CPU slices\n"
+	"      --counters LIST     perf counters per slice, e.g. cycles,instructions (--oncpu)\n"
+	"      --counters-optional go on without counters this machine cannot count\n"
+	"      --max-tasks N       raw_tp: entries of the pid-keyed start map\n"
+	"\n";
 
 static int parse_cpus(struct runq_opts *o, const char *arg)
 {
@@ -217,10 +212,6 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		if (err == 0)
 			continue;
 		switch (opt) {
-		case 'h':
-			printf("%s%s", runq_help, lh_common_help);
-			lh_counters_help(stdout, LH_TOOL_RUNQ);
-			return 1;
 		case 't':
 			err = parse_tid(o, optarg);
 			break;
@@ -272,6 +263,12 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 	if (optind < argc) {
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist runq -h", argv[optind]);
 		return -EINVAL;
+	}
+	if (o->c.help) {
+		printf("%s%s", runq_help, lh_common_help);
+		if (o->c.verbose)
+			lh_counters_help(stdout, runq_tool.counter_desc);
+		return 1;
 	}
 	if (o->c.pid && o->tid && lh_tgid_of(o->tid) != (long)o->c.pid) {
 		lh_usage_error(TOOL, "-t %u is not a thread of process %u (-p); drop one of them",
@@ -340,7 +337,7 @@ static void init_meta(struct lh_session *s, struct runq_opts *o)
 	struct lh_meta *m = &s->report.meta;
 
 	lh_session_init(s, &o->c, TOOL, runq_kinds, o->oncpu ? 3 : 2, group_name(o->group));
-	m->tool_bit = LH_TOOL_RUNQ;
+	m->desc = &runq_tool;
 	if (o->oncpu)
 		m->features |= LH_FEAT_ONCPU;
 	if (o->npmu)
@@ -1106,6 +1103,57 @@ static const unsigned int runq_grouping_fields[] = {
 /* each wait in one of these: oncpu counts slices */
 static const char *const runq_paired[] = { "wakeup", "preempt", NULL };
 
+/* What each counter means in runq (text -v, -h -v, the man page; docs/losses.md
+ * explains each at length). */
+static const char *const runq_counter_desc[LH_NR_COUNTERS] = {
+	[LH_EV_ENDS] = "switch-ins of traced tasks seen",
+	[LH_EV_PAIRED] = "switch-ins paired with the wakeup or preemption that began their wait: "
+			 "the waits in the histograms",
+	[LH_EV_STARTS_WAKEUP] = "wakeups recorded as the start of a wait",
+	[LH_EV_STARTS_PREEMPT] = "preempted switch-outs recorded as the start of a wait",
+	[LH_EV_WAKEUP_RUNNING] = "wakeups of a task still on a CPU (no wait followed)",
+	[LH_EV_WAKEUP_QUEUED] = "wakeups of a preempted task still queued (its wait goes on)",
+	[LH_EV_FILTERED] = "events the filters (-p, -t, --cpus, --cgroup) left out: not a loss",
+	[LH_EV_BEFORE_TRACE] = "switch-ins of tasks queued before tracing began (the kernel's "
+			       "sched_info says so): not a loss",
+	[LH_EV_RB_ELIGIBLE] = "waits at or over --slower-than: one record each",
+	[LH_EV_SLICES] = "on-CPU slices in the oncpu histograms",
+	[LH_EV_SWITCHES] = "sched_switch events seen (every task, every CPU)",
+	[LH_GAP_MISSED_SWITCH] = "context switches with no sched_switch event (the CPU's "
+				 "rq->nr_switches moved more, or prev was not its last next): the "
+				 "kernel fired none, or skipped lathist's program",
+	[LH_GAP_HIDDEN_TASKS] = "traced tasks, alive through the end-of-run sweep, that the "
+				"kernel's task iterator did not show: their waits after their last "
+				"event are not counted (not checked under --cgroup or in a PID "
+				"namespace)",
+	[LH_LOSS_UNPAIRED] = "switch-ins whose wakeup or preemption no event showed",
+	[LH_LOSS_OVERWRITTEN] = "starts replaced by a newer start of the same wait",
+	[LH_LOSS_MISSED_SWITCH_IN] = "starts whose switch-in no event showed (the task's switch "
+				     "count moved): never paired",
+	[LH_LOSS_MISSED_WAIT] = "waits the task's switch count shows with no event at all (neither "
+				"start nor switch-in)",
+	[LH_LOSS_UNCHECKED] = "lathist 0.1.0's classic tracepoint path (report inputs only): "
+			      "switch-ins whose wakeup the switch count could not check",
+	[LH_LOSS_STALE] = "raw_tp: starts left by an earlier task with the same pid",
+	[LH_LOSS_NEGATIVE] = "switch-ins timestamped before their start",
+	[LH_LOSS_ABSURD] = "waits over one hour: broken pairings, not latencies",
+	[LH_LOSS_STORAGE] = "task storage could not be created",
+	[LH_LOSS_START_E2BIG] = "raw_tp: the pid-keyed start map was full (raise --max-tasks)",
+	[LH_LOSS_START_ENOMEM] = "raw_tp: the start map was out of memory",
+	[LH_LOSS_START_OTHER] = "raw_tp: a start map update failed (other errno)",
+	[LH_LOSS_HIST_E2BIG] = "the keyed histogram map was full (raise --max-keys)",
+	[LH_LOSS_HIST_ENOMEM] = "the histogram map was out of memory",
+	[LH_LOSS_HIST_OTHER] = "a histogram map update failed (other errno)",
+	[LH_LOSS_RINGBUF] = "records not written: the ring buffer was full (the histograms still "
+			    "count the waits; raise --ringbuf-size)",
+	[LH_LOSS_SLICE_UNPAIRED] = "on-CPU slices across a switch no event showed: dropped",
+	[LH_LOSS_PMU_ENOENT] = "counter reads failed: ENOENT (no event in the slot)",
+	[LH_LOSS_PMU_EINVAL] = "counter reads failed: EINVAL (the event is not readable on this CPU)",
+	[LH_LOSS_PMU_OTHER] = "counter reads failed: other errno",
+	[LH_LOSS_PROG_MISSED] = "runs of lathist's programs the kernel skipped (another BPF program "
+				"was running on that CPU): each may lose an event",
+};
+
 static const struct lh_tool_tp runq_tps[] = {
 	{ "sched/sched_wakeup", true, 0, "runq: wakeups" },
 	{ "sched/sched_wakeup_new", true, 0, "runq: new tasks' first wakeup" },
@@ -1119,6 +1167,10 @@ const struct lh_tool_desc runq_tool = {
 	.summary = "runqueue latency: wakeup latency and preemption wait",
 	.main = runq_main,
 	.bit = LH_TOOL_RUNQ,
+	.counter_desc = runq_counter_desc,
+	.noun = "waits",
+	.everyone = "all tasks",
+	.charges_keys = true,
 	.kinds = runq_kinds,
 	.nkinds = RUNQ_NR_HISTS,
 	.groupings = runq_groupings,

@@ -327,3 +327,35 @@ class LoopDevice:
             os.unlink(self.file)
         except OSError:
             pass
+
+
+def paragraph(text, start):
+    """The text's paragraph whose first line starts with `start` (a loss or kernel gap
+    line: continuation lines are indented by two spaces), joined by spaces; None if none."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(start):
+            out = [line]
+            for more in lines[i + 1:]:
+                if not more.startswith("  ") or more.startswith("   "):
+                    break
+                out.append(more.strip())
+            return " ".join(out)
+    return None
+
+
+def verbose_classes(text):
+    """{name: (value, kind)} of -v's "events and losses" table; kind is "loss", "gap"
+    or "event" (the lines say LOSS: or KERNEL GAP:)."""
+    rows, on = {}, False
+    for line in text.splitlines():
+        if line.startswith("events and losses"):
+            on = True
+            continue
+        if on and not line.startswith("  "):
+            break
+        if on:
+            name, value, rest = line.split(None, 2)[0], int(line.split()[1]), line
+            rows[name] = (value, "loss" if "LOSS: " in rest else
+                          "gap" if "KERNEL GAP: " in rest else "event")
+    return rows

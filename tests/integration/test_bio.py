@@ -323,11 +323,13 @@ def test_interval_and_text():
         check(closes(c, READS + WRITES, lost),
               f"intervals add to {c}, want {READS + WRITES}, lost {lost}: "
               f"{[{k: v for k, v in d['loss'].items() if v} for d in docs if d['loss']['lost']]}")
-        rc, out, err = run("bio", "-d", "0.5", "--per-disk", "--disk", dev.name)
+        rc, out, err = run("bio", "-d", "0.5", "--per-disk", "--disk", dev.name, "-v")
         check(rc == 0, err)
-        for needle in ("lathist bio: host ", "attach: block_io_start=tp_btf", "events and losses",
+        for needle in ("lathist bio: host ", "attach block_io_start=tp_btf", "events and losses",
                        "no_queue_stage", "completed_unissued"):
             check(needle in out, f"{needle!r} missing:\n{out}")
+        for needle in ("runq", "switch-in", "--max-tasks", "sched_switch"):	# bio speaks of itself
+            check(needle not in out, f"{needle!r} in bio's -v text:\n{out}")
 
 
 BAD = [

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import zlib
 
 from lh import (BIOWORK, LATHIST, ROOT, TOOLS, Lathist, LoopDevice, Workload, by_id, check,
-                _readline, free_port, full_tmpfs, per_task, run, traced)
+                _readline, free_port, full_tmpfs, paragraph, per_task, run, traced)
 from test_runq import CPU, COUNT_SLACK, LossBudget
 
 SCHEMA = os.path.join(ROOT, "docs", "lathist-1.schema.json")
@@ -419,6 +419,8 @@ def test_report_reads_tracepoint_path_documents():
               got["loss"]["lost"] == doc["loss"]["lost"] + 3 and
               set(got["meta"]["attach"].values()) == {"tracepoint"}, f"{got['loss']} {got['bias']}")
         rc, out, err = report(path)
+        check(rc == 0 and "unchecked_start 3 (" in (paragraph(out, "lost ") or ""), out)
+        rc, out, err = report("-v", path)
         check(rc == 0 and any(l.split()[:2] == ["unchecked_start", "3"] for l in out.splitlines()),
               out)
 

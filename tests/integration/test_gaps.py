@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from lh import LATHIST, Lathist, RUNQWORK, check
+from lh import LATHIST, Lathist, RUNQWORK, check, paragraph, verbose_classes
 
 SYNTH = os.path.join(os.path.dirname(RUNQWORK), "runq_synth")
 
@@ -240,10 +240,11 @@ def bounds(h, permille, lost):
 
 
 def test_quiet_run_says_what_it_could_not_see():
-    """A quiet `runq -d 2` says `no loss`, or names each loss class and how far the losses
-    could move each percentile; a kernel gap gets its own line with the same numbers as
-    JSON. The JSON bounds match the rule recomputed from the slots (README: Kernel gaps),
-    and the text (through `lathist report`) prints them."""
+    """A quiet `runq -d 2` says `no loss`, or names each non-zero loss class with its count
+    in one loss line and marks '?' exactly the percentiles the losses could move (the
+    bounds of -v's lines); a kernel gap gets one line with the same numbers as JSON. The
+    JSON bounds match the rule recomputed from the slots (docs/losses.md), the text
+    (through `lathist report`) says them, and no zero class is printed without -v."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "quiet.json")
         p = subprocess.run([LATHIST, "runq", "-d", "2", "-f", "json", "-o", path],
@@ -254,10 +255,23 @@ def test_quiet_run_says_what_it_could_not_see():
         p = subprocess.run([LATHIST, "report", path], capture_output=True, text=True, timeout=60)
         check(p.returncode == 0, p.stderr)
         text = p.stdout
+        p = subprocess.run([LATHIST, "report", "-v", path], capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode == 0, p.stderr)
+        verbose = p.stdout
     loss = doc["loss"]
     lost = loss["lost"]
-    check((lost == 0) == ("no loss" in text) and (lost > 0) == ("WARNING" in text),
+    line = paragraph(text, "lost ")
+    check((lost == 0) == ("no loss" in text) and (lost > 0) == (line is not None),
           f"lost {lost} but the text says:\n{text[-600:]}")
+    classes = verbose_classes(verbose)
+    check(classes and all(classes[n][0] == loss[n] for n in classes),
+          f"-v table {classes} vs JSON {loss}")
+    for name, (value, kind) in classes.items():
+        if kind == "loss":	# every non-zero class named with its count; no zero one
+            check((f"{name} {value} (" in (line or "")) == (value > 0) and
+                  (value > 0 or name not in text), f"{name} {value}: loss line {line!r}")
+    check(len(text.splitlines()) < len(verbose.splitlines()), "-v shows nothing more")
     for h in doc["histograms"]:
         check(h["lost"] == lost, f"{h['name']}: lost {h['lost']}, the run lost {lost} "
                                  f"(every class here may hold a wait)")
@@ -266,27 +280,30 @@ def test_quiet_run_says_what_it_could_not_see():
             check(not lost or f"(no events; {lost} lost could have been here)" in text,
                   f"empty {h['name']}: {text[-400:]}")
             continue
+        head = text.splitlines().index(next(l for l in text.splitlines()
+                                            if l.startswith(h["name"] + ": ")))
+        stats = next(l for l in text.splitlines()[head:] if l.strip().startswith("count "))
         for name, q in (("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)):
             pc = h["percentiles"][name]
             low, high = bounds(h, q, lost)
             check(pc["low"]["lo_ns"] == low and
                   (pc["high"] and pc["high"]["lo_ns"]) == high,
                   f"{h['name']} {name}: {pc} vs recomputed low {low} high {high}")
+            cell = stats.split(f"  {name} ")[1].split("  ")[0]
+            check(cell.endswith("?") == (low != high), f"{name}: {cell!r}, bounds {low} {high}")
             if lost:
-                line = next((l for l in text.splitlines() if l.strip().startswith(name + " ")), "")
-                check(f"{lost} lost" in line, f"{name}: no bound in the text: {line!r}")
-    hidden = loss["hidden_tasks"]
-    line = next((l for l in text.splitlines() if l.startswith("KERNEL GAP:") and "hidden" in l), None)
-    check((hidden > 0) == (line is not None) and (not hidden or line.startswith(
-          f"KERNEL GAP: {hidden} traced task")), f"hidden_tasks {hidden}, text line {line!r}")
-    gap = loss["missed_switch"]
-    line = next((l for l in text.splitlines() if l.startswith("KERNEL GAP:") and
-                 "context switches" in l), None)
-    check((gap > 0) == (line is not None), f"missed_switch {gap}, text line {line!r}")
+                vl = next((l for l in verbose.splitlines() if l.strip().startswith(name + " ")),
+                          "")
+                check(f"{lost} lost" in vl, f"{name}: no bound in -v's text: {vl!r}")
+    hidden, gap = loss["hidden_tasks"], loss["missed_switch"]
+    line = paragraph(text, "kernel gap: ")
+    check((hidden > 0 or gap > 0) == (line is not None), f"gaps {hidden} {gap}: {line!r}")
+    check((hidden > 0) == (f"{hidden} traced task" in (line or "")),
+          f"hidden_tasks {hidden}, text line {line!r}")
     if gap:
-        check(line.startswith(f"KERNEL GAP: {gap} of {gap + loss['switches']} context switches"),
+        check(f"kernel gap: {gap} of {gap + loss['switches']} context switches" in line,
               f"gap line {line!r} vs {gap} missed of {loss['switches']} seen")
-        for cpu, n in enumerate(loss["missed_switch_per_cpu"]):
+        for cpu, n in enumerate(loss["missed_switch_per_cpu"][:8]):
             check((f"cpu {cpu}: {n}" in line) == (n > 0), f"cpu {cpu}: {n} vs {line!r}")
 
 

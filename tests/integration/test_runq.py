@@ -622,14 +622,23 @@ def test_sigterm_writes_final_file():
 
 
 def test_text_output():
-    """Text: header, runqlat-style table, percentiles, loss footer."""
+    """Text: a header of at most three lines, runqlat's table, one stats line per histogram,
+    the loss line; -v adds the context and every counter with runq's own meaning of it."""
     rows, _ = None, None
     rc, out, err = run("runq", "-d", "1")
     check(rc == 0, err)
-    for needle in ("lathist runq: host ", "attach: sched_wakeup=tp_btf", "usecs",
-                   ": count    distribution", "p99.9", "max", "events and losses",
-                   "unpaired_no_start"):
+    for needle in ("lathist runq: host ", "attach tp_btf; filters none; all tasks together",
+                   "usecs", ": count    distribution", "p99.9", "max"):
         check(needle in out, f"{needle!r} missing from text output:\n{out}")
+    check(out.splitlines()[2] == "" or out.splitlines()[3] == "", f"header:\n{out[:400]}")
+    check("events and losses" not in out and "starts_wakeup" not in out, f"zeros shown:\n{out}")
+    rc, verbose, err = run("runq", "-d", "0.5", "-v")
+    check(rc == 0, err)
+    for needle in ("context: preempt ", "events and losses", "unpaired_no_start",
+                   "LOSS: ", "switch-in"):
+        check(needle in verbose, f"{needle!r} missing from -v output:\n{verbose}")
+    for needle in ("bio:", "--max-requests", "completion"):	# runq speaks of itself
+        check(needle not in verbose, f"{needle!r} in runq's -v text:\n{verbose}")
     check("Tracing runqueue latency" in err, "no Tracing line on stderr")
     heads = [l for l in out.splitlines() if l.startswith(("wakeup: ", "preempt: "))]
     check(len(heads) == 2 and all(l.endswith("; all tasks") for l in heads), f"{heads}")
@@ -953,7 +962,7 @@ def test_full_maps_are_losses():
             path = os.path.join(tmp, "r.json")
             with open(path, "w") as f:
                 json.dump(doc, f)
-            rc, out, err = run("report", path)
+            rc, out, err = run("report", "-v", path)
         check(rc == 0 and any(l.split()[:1] == ["hist_map_full"] and "%" not in l
                               for l in out.splitlines()), f"{extra}: report rc {rc}: {err}")
         if "--oncpu" in extra:	# slices are what the oncpu histograms count (it took +1000)
@@ -1209,7 +1218,8 @@ def test_second_signal_ends_at_once_in_one_line():
     """Ctrl-C ends tracing and writes the final report; while that write is blocked (a
     reader that never reads: a full pipe) lathist waits, and a second Ctrl-C ends it at
     once, saying so in one line (it ended in silence), with SIGINT's status."""
-    tool = Lathist("runq", "--per-thread", "-i", "0.05").start()
+    tool = Lathist("runq", "--per-thread", "--top", "all", "--histograms", "all",
+                   "-i", "0.05").start()
     time.sleep(1.5)	# ~20 intervals of every thread's lines: the 64 KiB pipe is full
     tool.proc.send_signal(signal.SIGINT)
     time.sleep(0.5)

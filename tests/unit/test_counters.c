@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters_user.h"
+#include "registry.h"
 #include "report.h"
 
 static void test_every_counter_named(void **state)
@@ -18,14 +19,35 @@ static void test_every_counter_named(void **state)
 
 		assert_non_null(ci);
 		assert_non_null(ci->name);
-		assert_non_null(ci->desc);
+		/* every class means something to a tool, in its own words */
+		assert_true(lh_tool_find("runq")->counter_desc[i] || lh_tool_find("bio")->counter_desc[i]);
 		assert_int_equal(ci->loss, i >= LH_FIRST_LOSS);
-		assert_true(ci->tools & LH_TOOL_ALL);
 		for (int j = 0; j < i; j++)
 			assert_string_not_equal(ci->name, lh_counter_info(j)->name);
 	}
 	assert_null(lh_counter_info(LH_NR_COUNTERS));
 	assert_null(lh_counter_info(-1));
+}
+
+/* Each tool's descriptions speak of that tool only (runq of tasks and switch-ins,
+ * bio of requests). */
+static void test_each_tool_speaks_of_itself(void **state)
+{
+	const char *const *runq = lh_tool_find("runq")->counter_desc;
+	const char *const *bio = lh_tool_find("bio")->counter_desc;
+	(void)state;
+	for (int i = 0; i < LH_NR_COUNTERS; i++) {
+		if (runq[i]) {
+			assert_null(strstr(runq[i], "bio"));
+			assert_null(strstr(runq[i], "request"));
+			assert_null(strstr(runq[i], "--max-requests"));
+		}
+		if (bio[i]) {
+			assert_null(strstr(bio[i], "runq"));
+			assert_null(strstr(bio[i], "switch-in"));
+			assert_null(strstr(bio[i], "--max-tasks"));
+		}
+	}
 }
 
 static void test_sum_percpu(void **state)
@@ -148,6 +170,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_counter_named),
+		cmocka_unit_test(test_each_tool_speaks_of_itself),
 		cmocka_unit_test(test_sum_percpu),
 		cmocka_unit_test(test_bias_rule),
 		cmocka_unit_test(test_ringbuf_drops),

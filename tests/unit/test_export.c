@@ -12,6 +12,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "outbuf.h"
+#include "registry.h"
 #include "report.h"
 
 static const struct lh_hist_kind kinds[] = { { "wakeup", "wakeup latency", LH_SCOPE_EVENTS } };
@@ -23,7 +24,7 @@ static void make_report(struct lh_report *r, const uint64_t *ns, size_t n, const
 
 	memset(r, 0, sizeof(*r));
 	r->meta.tool = "runq";
-	r->meta.tool_bit = LH_TOOL_RUNQ;
+	r->meta.desc = lh_tool_find("runq");
 	r->meta.clock = "CLOCK_MONOTONIC";
 	r->meta.grouping = "total";
 	r->meta.unit = "us";
@@ -203,7 +204,7 @@ static void test_ipc(void **state)
 	lh_report_sort(&r);
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
-	lh_render_text(f, &r);
+	lh_render_text(f, &r, NULL);
 	fclose(f);
 	assert_non_null(strstr(text, "IPC (instructions / cycles): 1.500\n"));
 	assert_non_null(strstr(text, "IPC (instructions / cycles): undefined\n"));
@@ -212,6 +213,119 @@ static void test_ipc(void **state)
 	assert_non_null(strstr(json, "\"name\":\"ipc\",\"value\":1.5,\"estimated\":false"));
 	assert_non_null(strstr(json, "\"name\":\"ipc\",\"value\":null,\"estimated\":false"));
 	free(json);
+	lh_report_clear(&r);
+}
+
+/* r as text with t (NULL: the defaults). */
+static char *text_of(const struct lh_report *r, const struct lh_text_opts *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	lh_render_text(f, r, t);
+	fclose(f);
+	/* the loss paragraph's continuation lines joined: its sentences whole */
+	for (char *p = strstr(buf, "\nlost "); p && (p = strstr(p, "\n  ")) && p[3] != ' ';)
+		memmove(p, p + 2, strlen(p + 2) + 1), *p = ' ';
+	return buf;
+}
+
+/* The loss line names every non-zero class with its count and share and no zero one;
+ * it says which percentiles the losses can move, from the same bounds as the '?' marks;
+ * -v shows every class runq has, zero or not. */
+static void test_loss_line_names_every_class(void **state)
+{
+	uint64_t ns[1000];
+	struct lh_text_opts t;
+	struct lh_report r;
+	char *text;
+	(void)state;
+
+	for (size_t i = 0; i < 1000; i++)	/* 990 in (16, 32] us, the top 10 in (1024, 2048] */
+		ns[i] = i < 990 ? 20000 : 1500000;
+	make_report(&r, ns, 1000, NULL);
+	r.counters[LH_EV_ENDS] = 1003;
+	r.counters[LH_EV_PAIRED] = 1000;
+	r.counters[LH_LOSS_UNPAIRED] = 3;	/* counted at ends: a part of the 1003 */
+	r.counters[LH_LOSS_MISSED_WAIT] = 2;	/* no end seen: on top of them */
+	text = text_of(&r, NULL);
+	assert_non_null(strstr(text, "lost 5 of 1005 waits (0.50%): unpaired_no_start 3 (0.30%), "
+			       "missed_wait 2 (0.20%)."));
+	assert_null(strstr(text, "missed_switch_in"));
+	assert_null(strstr(text, "events and losses"));
+	/* p99 is rank 990 of 1000: 5 more below or above move it, p50 and p90 cannot */
+	assert_non_null(strstr(text, "p50 (16, 32]  p90 (16, 32]  p99 (16, 32]?  p99.9 (1024, 2048]?"));
+	assert_non_null(strstr(text, "They could move wakeup p99 to (16, 32] .. (1024, 2048] us, "
+			       "wakeup p99.9 to (1024, 2048] .. unbounded us; the other percentiles "
+			       "hold."));
+	free(text);
+	lh_text_defaults(&t);
+	t.verbose = true;
+	text = text_of(&r, &t);
+	assert_non_null(strstr(text, "events and losses (shares of 1003 events):"));
+	assert_non_null(strstr(text, "missed_switch_in"));
+	assert_non_null(strstr(text, "p99   (16, 32] us (5 lost: could be (16, 32] .. (1024, 2048])"));
+	assert_null(strstr(text, "request"));	/* runq's words, not bio's */
+	free(text);
+	memset(r.counters, 0, sizeof(r.counters));
+	text = text_of(&r, NULL);
+	assert_non_null(strstr(text, "\nno loss: every paired event is in the histograms\n"));
+	assert_null(strstr(text, "?"));
+	free(text);
+	lh_report_clear(&r);
+}
+
+/* A grouped run opens with its keys ranked by total time (--sort count by waits),
+ * --top rows and one line for the rest; histograms of the top --histograms keys. */
+static void test_ranked_table(void **state)
+{
+	static const uint64_t waits[] = { 100000, 5000, 5000, 5000, 5000, 300000 };
+	struct lh_text_opts t;
+	struct lh_report r;
+	char *text;
+	(void)state;
+
+	make_report(&r, NULL, 0, NULL);
+	lh_report_clear(&r);
+	make_report(&r, NULL, 0, NULL);
+	r.meta.grouping = "process";
+	r.nhists = 0;
+	for (uint32_t pid = 1; pid <= 3; pid++) {
+		struct lh_key k = { .fields = LH_KEY_PID | LH_KEY_COMM, .pid = pid };
+		struct lh_hist *h;
+
+		snprintf(k.comm, sizeof(k.comm), "task%u", pid);
+		h = lh_report_add_hist(&r, "wakeup", &k);
+		assert_non_null(h);
+		/* pid 1: one wait of 100 us; pid 2: four of 5 us; pid 3: one of 300 us */
+		size_t from = pid == 1 ? 0 : pid == 2 ? 1 : 5, to = pid == 2 ? 5 : from + 1;
+
+		for (size_t i = from; i < to; i++) {
+			h->slots[lh_value_slot(waits[i], 1000, 0)]++;
+			h->count++;
+			h->sum_ns += waits[i];
+			h->max_ns = waits[i] > h->max_ns ? waits[i] : h->max_ns;
+		}
+	}
+	lh_report_sort(&r);
+	lh_text_defaults(&t);
+	t.top = 2;
+	text = text_of(&r, &t);
+	assert_non_null(strstr(text, "3 processes by total time (420.0 us in all); the top 2:"));
+	assert_true(strstr(text, "task3") < strstr(text, "task1"));
+	assert_non_null(strstr(text, "  ... 1 more: 20.0 us (4.76%), 4 waits, 0 lost (--top N shows more)"));
+	assert_non_null(strstr(text, "wakeup: wakeup latency; pid 3 comm task3"));
+	assert_null(strstr(text, "comm task1\n"));	/* one key's histograms by default */
+	free(text);
+	t.sort = LH_RANK_COUNT;
+	t.histograms = LH_TEXT_ALL;
+	text = text_of(&r, &t);
+	assert_non_null(strstr(text, "3 processes by count"));
+	assert_true(strstr(text, "task2") < strstr(text, "task3"));
+	assert_non_null(strstr(text, "wakeup: wakeup latency; pid 1 comm task1"));
+	free(text);
 	lh_report_clear(&r);
 }
 
@@ -720,6 +834,8 @@ int main(void)
 		cmocka_unit_test(test_json_layout_is_json_c),
 		cmocka_unit_test(test_accumulate_counter_rows),
 		cmocka_unit_test(test_slot_range_is_snprintf),
+		cmocka_unit_test(test_loss_line_names_every_class),
+		cmocka_unit_test(test_ranked_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
