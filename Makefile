@@ -168,22 +168,24 @@ check: deps test-deps
 	$(PYTHON) tests/run.py
 
 # ---- manual pages and install ----
-# One source: each verb's own -h text, turned into a man page by help2man, so the
-# pages and the binary never disagree.
+# One page per verb from its two sources, so that the pages, the binary and the docs
+# agree: the verb's synopsis (-h -v, help2man) and its page docs/VERB.md (go-md2man);
+# lathist.8 adds how to read the output and the loss classes.
 PREFIX ?= /usr/local
 VERBS := $(TOOLS) report serve doctor
 MANS := $(OUT)/man/lathist.8 $(addprefix $(OUT)/man/lathist-,$(addsuffix .8,$(VERBS)))
 VERSION = $(shell sed -n 's/.*LATHIST_VERSION "\(.*\)"/\1/p' src/version.h)
+export VERSION
 
 man: $(MANS)
-$(OUT)/man/lathist.8: lathist
+$(OUT)/man/lathist.8: lathist scripts/man.sh docs/output.md docs/losses.md
 	@mkdir -p $(OUT)/man
-	help2man -N -s 8 -n "in-kernel latency histograms with honest loss accounting" \
-		--version-string="lathist $(VERSION)" -o $@ ./lathist
-$(OUT)/man/lathist-%.8: lathist
+	scripts/man.sh ./lathist - "in-kernel latency histograms with honest loss accounting" $@ \
+		docs/output.md docs/losses.md
+$(OUT)/man/lathist-%.8: lathist scripts/man.sh docs/%.md
 	@mkdir -p $(OUT)/man
-	help2man -N -s 8 -n "$$(./lathist -h | awk '$$1 == "$*" { $$1 = ""; sub(/^ +/, ""); print }')" \
-		--version-string="lathist-$* $(VERSION)" -o $@ "./lathist $*"
+	scripts/man.sh ./lathist $* "$$(./lathist -h | awk '$$1 == "$*" { $$1 = ""; sub(/^ +/, ""); print }')" \
+		$@ docs/$*.md
 
 install: lathist man
 	install -D -m 0755 lathist $(DESTDIR)$(PREFIX)/sbin/lathist

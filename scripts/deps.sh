@@ -7,7 +7,7 @@ set -euo pipefail
 level=${1:-build}
 build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev libssl-dev
   libmicrohttpd-dev
-  help2man)
+  help2man go-md2man)
 test_pkgs=(libcmocka-dev python3 strace util-linux fdisk procps man-db python3-jsonschema python3-prometheus-client
   librsvg2-bin qemu-system-x86 busybox-static cpio libclang-rt-14-dev systemd)
 # Unpacked (not installed) into build/tools for the export tests, so that no

@@ -52,8 +52,8 @@ def test_static_binary_in_empty_chroot():
 
 def test_install_binary_and_man_pages():
     """make install DESTDIR=... puts the binary and one man page per verb (made from each
-    verb's own -h by help2man) in place; every page renders with man -l, names its verb and
-    lists the verb's options."""
+    verb's own -h -v by help2man and its docs page by go-md2man) in place; every page
+    renders with man -l, names its verb, lists the verb's options and holds its docs."""
     with tempfile.TemporaryDirectory() as dest:
         p = subprocess.run(["make", "-C", ROOT, "--no-print-directory", "install",
                             f"DESTDIR={dest}", "PREFIX=/usr"], capture_output=True, text=True)
@@ -71,9 +71,18 @@ def test_install_binary_and_man_pages():
                  "lathist-bio.8": "--per-disk", "lathist-report.8": "--heatmap",
                  "lathist-serve.8": "--max-series", "lathist-doctor.8": "-f"}
         check(sorted(os.listdir(mandir)) == sorted(pages), f"pages {os.listdir(mandir)}")
+        # each verb's page also holds its docs/VERB.md, lathist.8 how to read the output
+        # and every loss class, the runq and bio pages their counters (-h -v)
+        sections = {"lathist.8": ["SHOULD I WORRY?", "missed_switch_in", "ringbuf_drop"],
+                    "lathist-runq.8": ["WHAT IS MEASURED", "LOSS: ", "missed_switch_in"],
+                    "lathist-bio.8": ["COMPARED WITH FIO", "LOSS: ", "missed_completion"],
+                    "lathist-report.8": ["--diff"], "lathist-serve.8": ["BOUNDED CARDINALITY"],
+                    "lathist-doctor.8": ["doctor"]}
         for page, option in pages.items():
             p = subprocess.run(["man", "-l", os.path.join(mandir, page)], capture_output=True,
                                text=True, env=dict(os.environ, MANWIDTH="100"))
             name = page[:-2].upper()
             check(p.returncode == 0 and p.stdout.lstrip().startswith(f"{name}(8)") and
                   option in p.stdout, f"{page}: rc {p.returncode}, {p.stdout[:300]!r}")
+            for needle in sections[page]:
+                check(needle in p.stdout, f"{page}: no {needle!r}")
