@@ -621,6 +621,62 @@ def test_sigterm_writes_final_file():
         check(doc["meta"]["duration_ns"] > 4e8, f"duration {doc['meta']['duration_ns']}")
 
 
+def ranked_tids(text):
+    """The TID column of a grouped run's ranked table, in its order, and the table's
+    "... N more" line (None without one)."""
+    lines = text.splitlines()
+    head = next(i for i, l in enumerate(lines) if "TOTAL" in l and "SHARE" in l)
+    tids, more = [], None
+    for line in lines[head + 1:]:
+        if line.startswith("  ... "):
+            more = line
+            break
+        if not line.strip():
+            break
+        tids.append(int(line.split()[-3]))	# ... TID PID COMM: runqwork's comm has no space
+    return tids, more
+
+
+def test_grouped_text_ranks_by_total():
+    """--per-thread beside 60 threads on one CPU: the text fits a screen and opens
+    with the threads ranked by total wait, in the order the JSON of the same run gives
+    (wakeup + preempt sum_ns; --sort count by their counts); --top rows, the rest summed
+    in one line whose waits add up; the top thread's histograms only."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "run.json")
+        work = Workload("mix", CPU, 4, 56, 600)
+        pid = work.start()
+        tool = Lathist("runq", "-p", str(pid), "--per-thread", "-f", "json", "-o", path).start()
+        work.go()
+        work.wait()
+        rc, _, err = tool.stop()
+        check(rc == 0, err)
+        with open(path) as f:
+            doc = json.load(f)
+        texts = {}
+        for sort in ("total", "count"):
+            rc, texts[sort], err = run("report", "--sort", sort, path)
+            check(rc == 0, err)
+    total, count = {}, {}
+    for h in doc["histograms"]:
+        tid = h["key"]["tid"]
+        total[tid] = total.get(tid, 0) + h["sum_ns"]
+        count[tid] = count.get(tid, 0) + h["count"]
+    check(len(total) >= 60, f"{len(total)} threads")
+    for sort, by in (("total", total), ("count", count)):
+        text = texts[sort]
+        tids, more = ranked_tids(text)
+        want = sorted(by, key=lambda t: (-by[t], -count[t]))[:10]
+        check([by[t] for t in tids] == [by[t] for t in want] and len(tids) == 10,
+              f"--sort {sort}: {tids} vs the JSON's {want}")
+        rest = sum(count[t] for t in by if t not in tids)
+        check(more and f"... {len(by) - 10} more: " in more and f", {rest} waits" in more,
+              f"--sort {sort}: {more!r}, want {len(by) - 10} more with {rest} waits")
+        heads = [l for l in text.splitlines() if l.startswith(("wakeup: ", "preempt: "))]
+        check(heads and all(f"tid {tids[0]} " in l for l in heads), f"histograms of {heads}")
+        check(len(text.splitlines()) <= 70, f"--sort {sort}: {len(text.splitlines())} lines")
+
+
 def test_text_output():
     """Text: a header of at most three lines, runqlat's table, one stats line per histogram,
     the loss line; -v adds the context and every counter with runq's own meaning of it."""
@@ -632,6 +688,9 @@ def test_text_output():
         check(needle in out, f"{needle!r} missing from text output:\n{out}")
     check(out.splitlines()[2] == "" or out.splitlines()[3] == "", f"header:\n{out[:400]}")
     check("events and losses" not in out and "starts_wakeup" not in out, f"zeros shown:\n{out}")
+    # a quiet run is its tables and about ten lines more (header, titles, stats, loss, gap)
+    rest = [l for l in out.splitlines() if " -> " not in l and l.strip()]
+    check(len(rest) <= 16, f"{len(rest)} lines beside the histogram rows:\n{out}")
     rc, verbose, err = run("runq", "-d", "0.5", "-v")
     check(rc == 0, err)
     for needle in ("context: preempt ", "events and losses", "unpaired_no_start",
