@@ -2,7 +2,8 @@
 # One man page from the two sources a verb has: its synopsis (VERB -h -v, through
 # help2man) and its reference pages in docs/ (Markdown, through go-md2man), so that
 # the page says what the binary and the docs say.
-# Usage: scripts/man.sh LATHIST VERB|- NAME-LINE OUT DOC.md...   (- : lathist itself)
+# Usage: VERSION=V scripts/man.sh LATHIST VERB|- NAME-LINE OUT DOC.md...   (- : lathist
+# itself; the Makefile's man target exports VERSION)
 set -euo pipefail
 lathist=$1 verb=$2 name=$3 out=$4
 shift 4
@@ -12,7 +13,10 @@ for md in "$@"; do
   # the page's title goes: what follows it joins DESCRIPTION; its ## sections become
   # the man page's sections (its Synopsis, command lines, the EXAMPLES: help2man's
   # SYNOPSIS is the usage line), ### its subsections
-  sed '1s/^# .*/# >DESCRIPTION/; s/^##\(#*\) /\1# /' "$md" | go-md2man | awk '
+  awk 'NR == 1 && /^# / { print "# >DESCRIPTION"; next }
+    /^```/ { fenced = !fenced }
+    !fenced && /^##+ / { sub(/^#/, "") }
+    { print }' "$md" | go-md2man | awk '
     /^\.TH / { next }
     /^\.SH / {
       sub(/^\.SH +/, ""); gsub(/"/, ""); name = toupper($0)

@@ -12,36 +12,49 @@
 #include <linux/magic.h>
 #include "anonymize.h"
 #include "cli.h"
+#include "registry.h"
 #include "hist_slot.h"
 #include "util.h"
 
 const char lh_common_help[] =
 	"Run and output:\n"
-	"  -d, --duration SEC      trace for SEC (500ms, 2s, 10m); default: until Ctrl-C\n"
-	"  -i, --interval SEC      print every SEC (10ms or more), then start afresh\n"
-	"  -u, --unit UNIT         slot unit: ns, us (default) or ms\n"
-	"      --precision P       2^P linear sub-slots per power of two (default 0)\n"
-	"  -f, --format FMT        text (default), json, csv, openmetrics or prometheus\n"
-	"  -o, --output FILE       write FILE (replaced atomically) instead of stdout\n"
-	"      --sort BY           grouped text: rank keys by total (default), count, p99, max\n"
-	"      --top N             grouped text: rows in the ranked table (default 10, or all)\n"
-	"      --histograms N      grouped text: histograms of the top N keys (default 1, or all)\n"
-	"  -v, --verbose           context, percentile bounds, every counter, libbpf messages\n"
+	"  -d, --duration SEC     trace for SEC (500ms, 2s, 10m); default: until Ctrl-C\n"
+	"  -i, --interval SEC     print every SEC (10ms or more), then start afresh\n"
+	"  -u, --unit UNIT        slot unit: ns, us (default) or ms\n"
+	"      --precision P      2^P linear sub-slots per power of two (0 to 5; bio 4)\n"
+	"  -f, --format FMT       text (default), json, csv, openmetrics or prometheus\n"
+	"  -o, --output FILE      write FILE (replaced atomically) instead of stdout\n"
+	"      --sort BY          grouped text: rank by total (default), count, p99, max\n"
+	"      --top N            grouped text: rows of the ranked table (10; or all)\n"
+	"      --histograms N     grouped text: the top N keys' histograms (1; or all)\n"
+	"  -v, --verbose          context, bounds, every counter, libbpf messages\n"
 	"Filters:\n"
-	"  -p, --pid PID           only tasks of process PID\n"
-	"      --cgroup PATH       only tasks in cgroup v2 PATH or below\n"
+	"  -p, --pid PID          only tasks of process PID\n"
+	"      --cgroup PATH      only tasks in cgroup v2 PATH or below\n"
 	"Records, series, metrics:\n"
-	"      --slower-than DUR   a record per event at or over DUR (0: every event)\n"
-	"      --ringbuf-size SIZE the records' ring buffer (default 256k)\n"
-	"      --events FILE       the records as JSON lines (- = stdout, with -o FILE)\n"
-	"      --series FILE       with -i: every interval as a JSON line\n"
-	"      --anonymize         pids, tids and task names as salted hashes\n"
-	"      --buckets SPEC      metrics: le buckets, MIN..MAX (default 1us..1m) or bounds\n"
-	"      --label NAME=VALUE  metrics: a label on every series (repeatable)\n"
+	"      --slower-than DUR  a record per event at or over DUR (0: every event)\n"
+	"      --ringbuf-size SIZE\n"
+	"                         the records' ring buffer (default 256k)\n"
+	"      --events FILE      the records as JSON lines (- = stdout, with -o FILE)\n"
+	"      --series FILE      with -i: every interval as a JSON line\n"
+	"      --anonymize        pids, tids and task names as salted hashes\n"
+	"      --buckets SPEC     metrics: le buckets, MIN..MAX (1us..1m) or bounds\n"
+	"      --label NAME=VALUE\n"
+	"                         metrics: a label on every series (repeatable)\n"
 	"Maps and attach:\n"
-	"      --attach TYPE       auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
-	"      --max-keys N        entries of the keyed histogram map (default: sized at start)\n"
-	"  -h, --help              this synopsis; with -v every counter too (man lathist-VERB)\n";
+	"      --attach TYPE      auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
+	"      --max-keys N       entries of the keyed histogram map (default: sized)\n"
+	"  -h, --help             this synopsis; -h -v: every counter too\n";
+
+void lh_print_help(const char *tool_help, const char *tool, bool verbose)
+{
+	const struct lh_tool_desc *d = lh_tool_find(tool);
+
+	fputs(tool_help, stdout);
+	fputs(lh_common_help, stdout);
+	if (verbose && d && d->counter_desc)
+		lh_counters_help(stdout, d->counter_desc);
+}
 
 void lh_usage_error(const char *tool, const char *fmt, ...)
 {

@@ -228,4 +228,8 @@ int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id);
 /* The text shared by every verb's -h for the common options. */
 extern const char lh_common_help[];
 
+/* A tool's -h on stdout: tool_help (its own options), the common options, and with
+ * verbose what every counter of the tool means (its descriptor's counter_desc). */
+void lh_print_help(const char *tool_help, const char *tool, bool verbose);
+
 #endif /* LATHIST_CLI_H */

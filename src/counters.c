@@ -4,12 +4,14 @@
 #include <string.h>
 #include "counters_user.h"
 #include "hist.h"
+#include "outbuf.h"
 #include "report.h"
 
 #define EV LH_SCOPE_EVENTS
 #define SL LH_SCOPE_SLICES
-/* name, loss, of_events, needs, scope, gap: what a class is, whatever tool counts it (a
- * tool says what it means in its own words: its descriptor's counter_desc) */
+/* name, loss, of_events, needs, scope, gap (struct lh_counter_info's order): what a
+ * class is, whatever tool counts it (a tool says what it means in its own words: its
+ * descriptor's counter_desc) */
 static const struct lh_counter_info infos[LH_NR_COUNTERS] = {
 	[LH_EV_ENDS] = { "events", false, false, 0, 0, false },
 	[LH_EV_PAIRED] = { "paired", false, true, 0, 0, false },
@@ -157,32 +159,12 @@ size_t lh_bias_reasons(const uint64_t v[LH_NR_COUNTERS], unsigned int features, 
 	return n;
 }
 
-/* Print text from column col, wrapped before width, continuation lines indented to indent. */
-static void wrap(FILE *f, const char *text, int col, int indent, int width)
-{
-	while (*text) {
-		int len = (int)strcspn(text, " ");
-
-		if (col > indent && col + 1 + len > width) {
-			fprintf(f, "\n%*s", indent, "");
-			col = indent;
-		} else if (col > indent) {
-			fputc(' ', f);
-			col++;
-		}
-		fprintf(f, "%.*s", len, text);
-		col += len;
-		text += len;
-		while (*text == ' ')
-			text++;
-	}
-	fputc('\n', f);
-}
-
 void lh_counters_help(FILE *f, const char *const *desc)
 {
-	fputs("\nEvents, losses and kernel gaps (the text's -v table, JSON \"loss\"; "
-	      "docs/losses.md):\n", f);
+	struct lh_out out = { .f = f };
+
+	lh_out_str(&out, "\nEvents, losses and kernel gaps (the text's -v table, JSON \"loss\"; "
+		   "docs/losses.md):\n");
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = &infos[i];
 		char line[512];
@@ -192,9 +174,10 @@ void lh_counters_help(FILE *f, const char *const *desc)
 			continue;
 		snprintf(line, sizeof(line), "%s%s", ci->loss ? "LOSS: " : ci->gap ? "KERNEL GAP: " : "",
 			 desc[i]);
-		fprintf(f, "  %-22s", ci->name);
-		wrap(f, line, 24, 24, 79);
+		lh_out_printf(&out, "  %-22s", ci->name);
+		lh_out_wrap(&out, line, 24, 24, 79);
 	}
+	lh_out_flush(&out);
 }
 
 static int by_events(const void *a, const void *b, void *events)

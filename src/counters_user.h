@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include "counters.h"
 
-/* Which tools a counter belongs to (bit mask). */
+/* A tool as a bit (doctor's and the registry's masks of tools). */
 enum lh_tool_bit { LH_TOOL_RUNQ = 1, LH_TOOL_BIO = 2, LH_TOOL_ALL = 3 };
 
 /* Which histograms a loss class may have kept an event from (bit mask). */

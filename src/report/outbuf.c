@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The renderers' output buffer (outbuf.h): its one formatted append. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include "outbuf.h"
 
@@ -29,4 +30,33 @@ void lh_out_printf(struct lh_out *o, const char *fmt, ...)
 	va_start(ap, fmt);			/* longer than b (or failed): to the stream, */
 	vfprintf(o->f, fmt, ap);		/* whose error ferror tells */
 	va_end(ap);
+}
+
+void lh_out_wrap(struct lh_out *o, const char *text, int col, int indent, int width)
+{
+	bool fresh = true;	/* no word on this line yet */
+
+	while (*text == ' ')
+		text++;
+	while (*text) {
+		int len = (int)strcspn(text, " ");
+
+		if (!fresh && col + 1 + len > width) {
+			lh_out_char(o, '\n');
+			for (col = 0; col < indent; col++)
+				lh_out_char(o, ' ');
+			fresh = true;
+		}
+		if (!fresh) {
+			lh_out_char(o, ' ');
+			col++;
+		}
+		lh_out_put(o, text, (size_t)len);
+		col += len;
+		fresh = false;
+		text += len;
+		while (*text == ' ')
+			text++;
+	}
+	lh_out_char(o, '\n');
 }

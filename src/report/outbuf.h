@@ -78,4 +78,11 @@ static inline void lh_out_wrote(struct lh_out *o, size_t len)
 /* Append as fprintf would (printf's format checks). */
 __attribute__((format(printf, 2, 3))) void lh_out_printf(struct lh_out *o, const char *fmt, ...);
 
+/*
+ * text as words wrapped before column width, then '\n': the first word goes at
+ * column col (where the line stands now), a wrapped line starts with indent spaces.
+ * A word longer than a line is not cut.
+ */
+void lh_out_wrap(struct lh_out *o, const char *text, int col, int indent, int width);
+
 #endif /* LATHIST_OUTBUF_H */

@@ -50,7 +50,8 @@ static inline __attribute__((always_inline)) char *put_str(char *p, const char *
 	return p + n;
 }
 
-void lh_text_u64(struct lh_out *o, uint64_t v)
+/* v in decimal, as fprintf's %PRIu64 writes it. */
+static void put_dec(struct lh_out *o, uint64_t v)
 {
 	char *d = lh_out_room(o, 20);
 
@@ -96,7 +97,9 @@ static void put_filters(struct lh_out *o, const struct lh_meta *m)
 		lh_out_printf(o, " %s=%s", m->filters[i].name, m->filters[i].value);
 }
 
-void lh_text_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m)
+/* The key's fields ("tid 12 pid 10 comm x"); the total is the tool's everyone ("all
+ * tasks"), with m's filters "all tasks (filtered: pid=12)". */
+static void put_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m)
 {
 	char comm[4 * sizeof(k->comm) + 1];
 	const char *sep = "";
@@ -110,16 +113,16 @@ void lh_text_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta 
 		lh_out_char(o, ')');
 		return;
 	}
-	/* lh_out_str and lh_text_u64, not printf: thousands of keys an interval (-v) */
+	/* lh_out_str and put_dec, not printf: thousands of keys an interval (--histograms all) */
 	if (k->fields & LH_KEY_TID) {
 		lh_out_str(o, "tid ");
-		lh_text_u64(o, k->tid);
+		put_dec(o, k->tid);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_PID) {
 		lh_out_str(o, sep);
 		lh_out_str(o, "pid ");
-		lh_text_u64(o, k->pid);
+		put_dec(o, k->pid);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_COMM) {
@@ -132,7 +135,7 @@ void lh_text_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta 
 	if (k->fields & LH_KEY_CPU) {
 		lh_out_str(o, sep);
 		lh_out_str(o, "cpu ");
-		lh_text_u64(o, k->cpu);
+		put_dec(o, k->cpu);
 		sep = " ";
 	}
 	if (k->fields & LH_KEY_DISK) {
@@ -157,7 +160,8 @@ static double in_unit(uint64_t ns, uint64_t unit_ns)
 	return (double)ns / (double)unit_ns;
 }
 
-void lh_text_fixed3(struct lh_out *o, double v)
+/* v as printf's "%.3f". */
+static void put_fixed3(struct lh_out *o, double v)
 {
 	char d[64];
 	struct lh_line l;
@@ -183,9 +187,9 @@ const char *lh_text_duration(char *buf, size_t len, uint64_t ns)
 	return buf;
 }
 
-bool lh_text_moves(const struct lh_pct pct[LH_NR_PERCENTILES], uint64_t count)
+bool lh_text_moves(const struct lh_pct pct[LH_NR_PERCENTILES])
 {
-	for (size_t i = 0; count && i < LH_NR_PERCENTILES; i++)
+	for (size_t i = 0; i < LH_NR_PERCENTILES; i++)
 		if (pct[i].low != pct[i].high)
 			return true;
 	return false;
@@ -194,9 +198,10 @@ bool lh_text_moves(const struct lh_pct pct[LH_NR_PERCENTILES], uint64_t count)
 /*
  * "count N  mean X us  p50 (lo, hi]  ...  max Y us": a percentile the L lost
  * events that could have belonged to h can move ends in '?'. With -v, a line
- * per percentile with its bounds (all L below, all L above) follows.
+ * per percentile with its bounds (all L below, all L above) follows. Returns
+ * whether a '?' was printed.
  */
-static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
+static bool print_stats(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
 			const struct lh_text_opts *t)
 {
 	const struct lh_meta *m = &r->meta;
@@ -205,8 +210,9 @@ static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct 
 	char a[64], b[160];
 
 	lh_out_str(o, "     count ");
-	lh_text_u64(o, h->count);
-	lh_out_printf(o, "  mean %.1f", in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count);
+	put_dec(o, h->count);
+	lh_out_str(o, "  mean ");
+	put_fixed3(o, in_unit(h->sum_ns, m->scheme.unit_ns) / (double)h->count);
 	lh_out_char(o, ' ');
 	lh_out_str(o, m->unit);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
@@ -217,11 +223,13 @@ static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct 
 		if (pct[i].low != pct[i].high)
 			lh_out_char(o, '?');
 	}
-	lh_out_printf(o, "  max %.1f ", in_unit(h->max_ns, m->scheme.unit_ns));
+	lh_out_str(o, "  max ");
+	put_fixed3(o, in_unit(h->max_ns, m->scheme.unit_ns));
+	lh_out_char(o, ' ');
 	lh_out_str(o, m->unit);
 	lh_out_char(o, '\n');
 	if (!lost || !t->verbose)
-		return;
+		return lh_text_moves(pct);
 	for (size_t i = 0; i < LH_NR_PERCENTILES; i++) {
 		lh_out_printf(o, "     %-5s %s %s ", lh_percentiles[i].name,
 			lh_slot_range(a, sizeof(a), pct[i].slot, m), m->unit);
@@ -233,10 +241,13 @@ static void print_stats(struct lh_out *o, const struct lh_hist *h, const struct 
 	}
 	lh_out_printf(o, "     max   %.3f %s (%" PRIu64 " lost: could be longer)\n",
 		in_unit(h->max_ns, m->scheme.unit_ns), m->unit, lost);
+	return lh_text_moves(pct);
 }
 
-void lh_text_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
-		  const struct lh_text_opts *t)
+/* One histogram: its title, runqlat's table, the stats line. Returns whether a
+ * percentile it shows is marked '?'. */
+static bool print_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
+		       const struct lh_text_opts *t)
 {
 	const struct lh_meta *m = &r->meta;
 	int first = -1, last = -1;
@@ -251,7 +262,7 @@ void lh_text_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_rep
 	lh_out_str(o, ": ");
 	lh_out_str(o, desc);
 	lh_out_str(o, "; ");
-	lh_text_key(o, &h->key, &r->meta);
+	put_key(o, &h->key, &r->meta);
 	lh_out_char(o, '\n');
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		if (!h->slots[i])
@@ -268,7 +279,7 @@ void lh_text_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_rep
 			lh_out_printf(o, "     (no events; %" PRIu64 " lost could have been here)\n", lost);
 		else
 			lh_out_str(o, "     (no events)\n");
-		return;
+		return false;
 	}
 	/* "%*s%s %-*s : count    distribution\n" with 5, "", the header, 13, "(lo, hi]" */
 	lh_out_str(o, "     ");
@@ -280,30 +291,7 @@ void lh_text_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_rep
 			  lh_slot_hi((uint32_t)i, m->scheme.precision), h->slots[i], max);
 	if (m->has_bytes)
 		lh_out_printf(o, "     bytes %" PRIu64 "\n", h->bytes);
-	print_stats(o, h, r, t);
-}
-
-void lh_text_paragraph(struct lh_out *o, const char *text, int width)
-{
-	int col = 0;
-
-	while (*text) {
-		int len = (int)strcspn(text, " ");
-
-		if (col > 2 && col + 1 + len > width) {
-			lh_out_str(o, "\n  ");
-			col = 2;
-		} else if (col) {
-			lh_out_char(o, ' ');
-			col++;
-		}
-		lh_out_put(o, text, (size_t)len);
-		col += len;
-		text += len;
-		while (*text == ' ')
-			text++;
-	}
-	lh_out_char(o, '\n');
+	return print_stats(o, h, r, t);
 }
 
 static const char *or_unknown(const char *s)
@@ -383,9 +371,9 @@ static void print_context(struct lh_out *o, const struct lh_meta *m)
 }
 
 /*
- * At most three lines: the tool, host, kernel, CPUs and duration; the attach
- * types, filters, grouping and slots; what makes the inputs of a merge differ, or
- * that names are hashed. -v adds the context and the load.
+ * Two lines: the tool, host, kernel, CPUs and duration; the attach types, filters,
+ * grouping and slots. Then, when so: that names are hashed, what makes the inputs
+ * of a merge differ. -v adds the clock, the context and the load.
  */
 static void print_header(struct lh_out *o, const struct lh_meta *m, const struct lh_text_opts *t)
 {
@@ -395,10 +383,13 @@ static void print_header(struct lh_out *o, const struct lh_meta *m, const struct
 	lh_out_printf(o, "lathist %s: host %s, kernel %s, %d CPUs; ", m->tool, m->host, m->kernel,
 		m->ncpus);
 	if (m->interval_index)
-		lh_out_printf(o, "interval %u, %.3f s\n", m->interval_index,
+		lh_out_printf(o, "interval %u, %.3f s", m->interval_index,
 			(double)m->duration_ns / 1e9);
 	else
-		lh_out_printf(o, "%.3f s\n", (double)m->duration_ns / 1e9);
+		lh_out_printf(o, "%.3f s", (double)m->duration_ns / 1e9);
+	if (t->verbose && m->clock)
+		lh_out_printf(o, "; clock %s", m->clock);
+	lh_out_char(o, '\n');
 	for (int i = 1; i < m->nattach; i++)
 		same = same && !strcmp(m->attach[i].type, m->attach[0].type);
 	lh_out_str(o, "attach");
@@ -471,7 +462,7 @@ static void print_counters(struct lh_out *o, const struct lh_report *r)
 
 		b = lh_pmu_key_end(r, a);
 		lh_out_str(o, "  ");
-		lh_text_key(o, &r->pmu[a].key, &r->meta);
+		put_key(o, &r->pmu[a].key, &r->meta);
 		lh_out_printf(o, ": %" PRIu64 " slices, on-CPU %.3f ms", r->pmu[a].slices,
 			(double)r->pmu[a].oncpu_ns / 1e6);
 		if (r->pmu[a].read_failed)
@@ -522,23 +513,17 @@ void lh_text_defaults(struct lh_text_opts *t)
 static bool print_ranked(struct lh_out *o, const struct lh_report *r, const struct lh_text_opts *t)
 {
 	struct lh_ranking k;
-	bool marked;
+	bool marked = false;
 
 	if (lh_rank(&k, r, t)) {	/* no memory for the table: every histogram, as they come */
 		for (size_t i = 0; i < r->nhists; i++)
-			lh_text_hist(o, &r->hists[i], r, t);
-		return true;	/* what the losses can move is not known here */
+			marked = print_hist(o, &r->hists[i], r, t) || marked;
+		return marked;
 	}
 	marked = lh_rank_print(o, r, t, &k);
 	for (size_t i = 0; i < k.n && i < t->histograms; i++)
-		for (int j = 0; j < k.rows[i].nhist; j++) {
-			const struct lh_hist *h = &r->hists[k.rows[i].hist[j]];
-			struct lh_pct pct[LH_NR_PERCENTILES];
-
-			lh_report_percentiles(r, h, pct);
-			marked = marked || lh_text_moves(pct, h->count);
-			lh_text_hist(o, h, r, t);
-		}
+		for (int j = 0; j < k.rows[i].nhist; j++)
+			marked = print_hist(o, &r->hists[k.rows[i].hist[j]], r, t) || marked;
 	lh_rank_free(&k);
 	return marked;
 }
@@ -563,7 +548,7 @@ void lh_render_text(FILE *f, const struct lh_report *r, const struct lh_text_opt
 	} else {
 		for (size_t i = 0; i < r->nhists; i++) {
 			lh_report_prefetch_after(r, i);
-			lh_text_hist(o, &r->hists[i], r, t);
+			print_hist(o, &r->hists[i], r, t);
 		}
 	}
 	print_counters(o, r);

@@ -501,7 +501,8 @@ static void charges_settle(struct lh_report *r)
 
 const char *lh_meta_counter_desc(const struct lh_meta *m, int i)
 {
-	return m->desc && i >= 0 && i < LH_NR_COUNTERS ? m->desc->counter_desc[i] : NULL;
+	return m->desc && m->desc->counter_desc && i >= 0 && i < LH_NR_COUNTERS ?
+	       m->desc->counter_desc[i] : NULL;
 }
 
 bool lh_meta_counts(const struct lh_meta *m, int i)

@@ -35,23 +35,25 @@ enum { OPT_HEATMAP = 0x300, OPT_HEATMAP_HIST, OPT_ANONYMIZE, OPT_DIFF };
 
 static const char report_help[] =
 	"Usage: lathist report [OPTIONS] FILE...\n"
-	"Read saved lathist JSON (-f json output: a document, or JSON lines of intervals),\n"
-	"merge every document of the same tool and slot scheme by exact addition (hosts,\n"
-	"intervals), and print the result; - reads standard input.\n"
+	"Read saved lathist JSON (-f json: a document, or JSON lines of intervals), merge\n"
+	"the documents of one tool and slot scheme by exact addition (hosts, intervals),\n"
+	"and print the result; - reads standard input.\n"
 	"  -f, --format FMT       text (default), json, csv, openmetrics or prometheus\n"
 	"  -o, --output FILE      write to FILE (replaced atomically) instead of stdout\n"
-	"      --sort BY          grouped text: rank keys by total (default), count, p99, max\n"
-	"      --top N            grouped text: rows in the ranked table (default 10, or all)\n"
-	"      --histograms N     grouped text: histograms of the top N keys (default 1, or all)\n"
+	"      --sort BY          grouped text: rank by total (default), count, p99, max\n"
+	"      --top N            grouped text: rows of the ranked table (10; or all)\n"
+	"      --histograms N     grouped text: the top N keys' histograms (1; or all)\n"
 	"  -v, --verbose          context, percentile bounds, every counter\n"
-	"      --buckets SPEC     metrics: the le buckets, MIN..MAX (default 1us..1m) or bounds\n"
-	"      --label NAME=VALUE metrics: a label on every series (repeatable)\n"
-	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency slot\n"
-	"                         y, colour = count): needs interval documents (-i)\n"
-	"      --heatmap-hist NAME  which histogram to draw (default: the first, e.g. wakeup)\n"
+	"      --buckets SPEC     metrics: le buckets, MIN..MAX (1us..1m) or bounds\n"
+	"      --label NAME=VALUE\n"
+	"                         metrics: a label on every series (repeatable)\n"
+	"      --heatmap SVG      also draw the documents as a heatmap (time x, latency\n"
+	"                         slot y, colour = count): needs interval documents (-i)\n"
+	"      --heatmap-hist NAME\n"
+	"                         which histogram to draw (default: the first)\n"
 	"      --anonymize        pids, tids and task names as stable salted hashes\n"
-	"      --diff A B         two runs side by side (text): the context that differs, and\n"
-	"                         per histogram count, p50..p99.9 and max of each, and the change\n"
+	"      --diff A B         two runs side by side (text): the context that differs;\n"
+	"                         per histogram count, p50..p99.9, max and the change\n"
 	"  -h, --help             this help\n";
 
 /* What the merged documents have in common, and strings the report points at. */
@@ -2174,10 +2176,12 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		return LH_EXIT_USAGE;
 	}
 	if (o->diff && (o->heatmap || o->c.anonymize || o->c.format != LH_FMT_TEXT ||
-			o->c.buckets_set || o->c.nlabels)) {
-		lh_usage_error(TOOL, "--diff prints text: leave out %s", o->heatmap ? "--heatmap" :
-			       o->c.anonymize ? "--anonymize (anonymize the inputs first)" :
-			       o->c.format != LH_FMT_TEXT ? "-f" : "--buckets and --label");
+			o->c.buckets_set || o->c.nlabels || o->c.text_given || o->c.verbose)) {
+		lh_usage_error(TOOL, "--diff prints text of its own: leave out %s", o->heatmap ?
+			       "--heatmap" : o->c.anonymize ? "--anonymize (anonymize the inputs first)" :
+			       o->c.format != LH_FMT_TEXT ? "-f" : o->c.text_given ?
+			       "--sort, --top and --histograms" : o->c.verbose ? "-v" :
+			       "--buckets and --label");
 		return LH_EXIT_USAGE;
 	}
 	if (lh_text_only(o->c.text_given, o->c.format, TOOL))

@@ -12,35 +12,13 @@
 #include "outbuf.h"
 #include "report.h"
 
-/* v in decimal, as fprintf's %PRIu64 writes it. */
-void lh_text_u64(struct lh_out *o, uint64_t v);
-
-/* v as printf's "%.3f". */
-void lh_text_fixed3(struct lh_out *o, double v);
-
 /* A duration for people: "950 ns", "56.1 us", "3.10 ms", "1.23 s" into buf. */
 const char *lh_text_duration(char *buf, size_t len, uint64_t ns);
 
-/* The key's fields ("tid 12 pid 10 comm x"); the total is "all tasks", with
- * m's filters "all tasks (filtered: pid=12)". */
-void lh_text_key(struct lh_out *o, const struct lh_key *k, const struct lh_meta *m);
-
-/* One histogram: its title, runqlat's table, the stats line (a percentile the
- * losses could move marked '?'), and with t->verbose each percentile's bounds. */
-void lh_text_hist(struct lh_out *o, const struct lh_hist *h, const struct lh_report *r,
-		  const struct lh_text_opts *t);
-
-/*
- * text, wrapped before column width at spaces, continuation lines indented by
- * two spaces, ending in '\n' (a loss line is one paragraph, however many
- * classes it names).
- */
-void lh_text_paragraph(struct lh_out *o, const char *text, int width);
-
 /* One key of a grouped run, ranked. */
 struct lh_rank_row {
-	size_t sum;			/* its paired histograms (desc->paired_hists) added: the
-					 * ranking's sums.hists[sum] */
+	size_t sum_idx;			/* its paired histograms (desc->paired_hists) added: the
+					 * ranking's sums.hists[sum_idx] */
 	size_t hist[4];			/* its histograms in r->hists, in kind order */
 	int nhist;
 	uint64_t charged;		/* the losses charged to its key */
@@ -55,14 +33,14 @@ struct lh_ranking {
 };
 
 /* Rank r's keys by t->sort (ties: more events first, then r's order): 0, or
- * -ENOMEM (k then holds nothing). Free with lh_rank_free. */
-int lh_rank(struct lh_ranking *k, const struct lh_report *r, const struct lh_text_opts *t);
-void lh_rank_free(struct lh_ranking *k);
+ * -ENOMEM (rk then holds nothing). Free with lh_rank_free. */
+int lh_rank(struct lh_ranking *rk, const struct lh_report *r, const struct lh_text_opts *t);
+void lh_rank_free(struct lh_ranking *rk);
 
 /* The ranked table: a title, a line per row up to t->top, the rest summed in one
  * line. Returns whether a percentile it shows is marked '?'. */
 bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_text_opts *t,
-		   const struct lh_ranking *k);
+		   const struct lh_ranking *rk);
 
 /*
  * After the histograms: records, the loss line (every non-zero loss class with
@@ -73,7 +51,8 @@ bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_
 void lh_text_losses(struct lh_out *o, const struct lh_report *r, const struct lh_text_opts *t,
 		    bool grouped, bool marked);
 
-/* Has histogram h a percentile (of pct, lh_report_percentiles) the losses can move? */
-bool lh_text_moves(const struct lh_pct pct[LH_NR_PERCENTILES], uint64_t count);
+/* Has a histogram a percentile (of pct, lh_report_percentiles) the losses can move?
+ * (An empty one's bounds are all -1: none.) */
+bool lh_text_moves(const struct lh_pct pct[LH_NR_PERCENTILES]);
 
 #endif /* LATHIST_TEXT_H */

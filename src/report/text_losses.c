@@ -12,7 +12,7 @@
 #include "text.h"
 
 #define WIDTH 100		/* the loss and gap lines wrap before this column */
-#define GAP_CPUS 8		/* CPUs the gap line names; -v's JSON has every one */
+#define GAP_CPUS 8		/* CPUs the gap line names; JSON has every one */
 
 /* What a class's share is of: records for ringbuf_drop, slices for the counter
  * reads, else every event the histograms could hold (events). */
@@ -81,7 +81,7 @@ static void say_moves(FILE *f, const struct lh_report *r)
 		struct lh_pct pct[LH_NR_PERCENTILES];
 
 		lh_report_percentiles(r, h, pct);
-		if (!lh_text_moves(pct, h->count))
+		if (!lh_text_moves(pct))
 			continue;
 		for (size_t p = 0; p < LH_NR_PERCENTILES; p++) {
 			size_t q = p;
@@ -132,19 +132,20 @@ static void say_losses(FILE *f, const struct lh_report *r, bool grouped, bool ma
 	if (name_classes(f, v, events, true) && lh_hist_lost(v)) {
 		fputs(". ", f);
 		if (grouped)
-			fputs(marked ? "'?' marks a percentile they could move; the others hold." :
+			fputs(marked ? "'?' marks a percentile they could move; the others shown hold." :
 			      "They cannot move any percentile shown.", f);
 		else
 			say_moves(f, r);
-		if (!grouped || !r->charged)
-			fputs(" Maxima could be higher.", f);
-		else
-			fputs(" The maxima of keys with LOST could be higher.", f);
-		if (r->charged && r->charged >= lost)
-			fprintf(f, " All %" PRIu64 " are charged to their keys (LOST).", lost);
+		/* only when every loss is charged can a key without any keep its max */
+		if (grouped && r->charged && r->charged >= lost)
+			fprintf(f, " The maxima of keys with LOST could be higher. All %" PRIu64
+				" are charged to their keys (LOST).", lost);
 		else if (r->charged)
-			fprintf(f, " %" PRIu64 " of them are charged to their keys (LOST); the other %"
-				PRIu64 " could be any key's.", r->charged, lost - r->charged);
+			fprintf(f, " Maxima could be higher. %" PRIu64 " of them are charged to their "
+				"keys (LOST); the other %" PRIu64 " could be any key's.", r->charged,
+				lost - r->charged);
+		else
+			fputs(" Maxima could be higher.", f);
 		if (r->trend == LH_TREND_RISES)
 			fprintf(f, " Losses rise with load over %zu intervals: the tail is most likely "
 				"under-reported.", r->trend_intervals);
@@ -162,6 +163,27 @@ static void say_losses(FILE *f, const struct lh_report *r, bool grouped, bool ma
 			fputs(" counter reads failed, so those slices are left out of the counter sums "
 			      "(the histograms keep them).", f);
 	}
+}
+
+/* Where the waits a missed switch hid are counted: the classes of them that are not
+ * zero ("); the waits they hid are in unpaired_no_start and missed_wait."). */
+static void say_hidden_in(FILE *f, const uint64_t *v)
+{
+	static const int in[] = { LH_LOSS_MISSED_SWITCH_IN, LH_LOSS_MISSED_WAIT, LH_LOSS_UNPAIRED };
+	int named[3], n = 0;
+
+	for (size_t i = 0; i < 3; i++)
+		if (v[in[i]])
+			named[n++] = in[i];
+	if (!n) {
+		fputs("); they hid no traced wait that lathist could tell.", f);
+		return;
+	}
+	fputs("); the waits they hid are in ", f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+			lh_counter_info(named[i])->name);
+	fputc('.', f);
 }
 
 /* The kernel gaps, said plainly: switches the kernel made without a
@@ -187,9 +209,7 @@ static void say_gaps(FILE *f, const struct lh_report *r)
 		}
 		if (cpus > GAP_CPUS)
 			fprintf(f, " and %u more CPUs", cpus - GAP_CPUS);
-		fputs(lh_scope_lost(r->counters, LH_SCOPE_EVENTS) ?
-		      "); the waits they hid are counted in the loss line above." :
-		      "); they hid no traced wait that lathist could tell.", f);
+		say_hidden_in(f, r->counters);
 	}
 	if (hidden)
 		fprintf(f, " %" PRIu64 " traced task%s hidden from the end-of-run check (the kernel's "
@@ -198,14 +218,24 @@ static void say_gaps(FILE *f, const struct lh_report *r)
 			hidden == 1 ? "its" : "their");
 }
 
-/* -v: every counter the tool has, its value, its share of events, what it means. */
-static void print_table(struct lh_out *o, const struct lh_report *r)
+/* -v: every counter the tool has, its value, its share of events (those counted at
+ * ends add up to them), what it means. */
+static void print_counter_table(struct lh_out *o, const struct lh_report *r)
 {
 	const uint64_t *v = r->counters;
-	uint64_t events = v[LH_EV_ENDS];
+	uint64_t events = v[LH_EV_ENDS], outside = 0;
 	char share[16];
 
-	lh_out_printf(o, "\nevents and losses (shares of %" PRIu64 " events):\n", events);
+
+	for (int i = LH_FIRST_LOSS; i < LH_NR_COUNTERS; i++)
+		if ((lh_counter_info(i)->scope & LH_SCOPE_EVENTS) &&
+		    !lh_counter_of_events(i, r->meta.features))
+			outside = lh_add_sat(outside, v[i]);
+	lh_out_printf(o, "\nevents and losses (shares of %" PRIu64 " events", events);
+	if (outside && !(r->meta.features & (LH_FEAT_ONCPU | LH_FEAT_COUNTERS)))
+		lh_out_printf(o, "; the loss line's are of %" PRIu64 ": these and the %" PRIu64
+			" lost before an end", lh_add_sat(events, outside), outside);
+	lh_out_str(o, "):\n");
 	for (int i = 0; i < LH_NR_COUNTERS; i++) {
 		const struct lh_counter_info *ci = lh_counter_info(i);
 		const char *desc = lh_meta_counter_desc(&r->meta, i);
@@ -225,7 +255,7 @@ static void print_table(struct lh_out *o, const struct lh_report *r)
 static void put_paragraph(struct lh_out *o, char *text, size_t len)
 {
 	if (text && len)
-		lh_text_paragraph(o, text, WIDTH);
+		lh_out_wrap(o, text, 0, 2, WIDTH);
 	free(text);
 }
 
@@ -238,7 +268,7 @@ void lh_text_losses(struct lh_out *o, const struct lh_report *r, const struct lh
 	FILE *f;
 
 	if (t->verbose)
-		print_table(o, r);
+		print_counter_table(o, r);
 	lh_out_char(o, '\n');
 	if (r->records.on) {
 		uint64_t kib = r->records.ringbuf_bytes / 1024;
@@ -257,9 +287,8 @@ void lh_text_losses(struct lh_out *o, const struct lh_report *r, const struct lh
 		say_losses(f, r, grouped, marked);
 		fclose(f);
 		put_paragraph(o, text, len);
-	} else {	/* no memory for the sentence: the classes at least */
-		lh_out_printf(o, "lost %" PRIu64 " (lathist -v names the classes)\n",
-			lh_counters_lost(v));
+	} else {	/* no memory for the sentence: the sum, and where the classes are */
+		lh_out_printf(o, "lost %" PRIu64 " (-v names the classes)\n", lh_counters_lost(v));
 	}
 	if (lh_counters_gaps(v)) {
 		text = NULL;

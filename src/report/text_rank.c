@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The ranked table of a grouped run: one line per key, by the time it lost. */
+/* The ranked table of a grouped run: one line per key, by its total time. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -11,31 +12,31 @@
 #define P50 0			/* lh_percentiles' p50 */
 #define P99 2			/* and p99 */
 #define MAX_COLS 16
-#define CELL 80			/* bytes of a cell; a cgroup path is cut to fit */
+#define CELL 80			/* bytes of a cell; a longer label keeps its end ("...") */
 
 /* Is histogram name one of r's paired kinds (every event of a key in one of
- * them once: its time lost)? Without a descriptor, every kind is. */
+ * them once: its total time)? Without a descriptor, every kind is. */
 static bool paired(const struct lh_report *r, const char *name)
 {
 	return !r->meta.desc || lh_tool_paired_hist(r->meta.desc, name);
 }
 
-static int grow(struct lh_ranking *k, size_t *cap)
+static int grow(struct lh_ranking *rk, size_t *cap)
 {
 	struct lh_rank_row *rows;
 
-	if (k->n < *cap)
+	if (rk->n < *cap)
 		return 0;
 	*cap = *cap ? 2 * *cap : 64;
-	rows = realloc(k->rows, *cap * sizeof(*rows));
+	rows = realloc(rk->rows, *cap * sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
-	k->rows = rows;
+	rk->rows = rows;
 	return 0;
 }
 
 struct rank_by {
-	const struct lh_ranking *k;
+	const struct lh_ranking *rk;
 	enum lh_rank_by by;
 };
 
@@ -45,7 +46,7 @@ static int by_rank(const void *pa, const void *pb, void *ctx)
 {
 	const struct rank_by *c = ctx;
 	const struct lh_rank_row *a = pa, *b = pb;
-	const struct lh_hist *x = &c->k->sums.hists[a->sum], *y = &c->k->sums.hists[b->sum];
+	const struct lh_hist *x = &c->rk->sums.hists[a->sum_idx], *y = &c->rk->sums.hists[b->sum_idx];
 	uint64_t u = 0, v = 0;
 
 	switch (c->by) {
@@ -67,28 +68,30 @@ static int by_rank(const void *pa, const void *pb, void *ctx)
 		return u > v ? -1 : 1;
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
-	return a->sum < b->sum ? -1 : a->sum > b->sum;
+	return a->sum_idx < b->sum_idx ? -1 : a->sum_idx > b->sum_idx;
 }
 
-int lh_rank(struct lh_ranking *k, const struct lh_report *r, const struct lh_text_opts *t)
+int lh_rank(struct lh_ranking *rk, const struct lh_report *r, const struct lh_text_opts *t)
 {
-	struct rank_by by = { k, t->sort };
+	struct rank_by by = { rk, t->sort };
 	size_t cap = 0;
 
-	memset(k, 0, sizeof(*k));
-	k->sums.meta = r->meta;	/* its scheme; the pointers stay r's */
+	memset(rk, 0, sizeof(*rk));
+	rk->sums.meta = r->meta;	/* its scheme; the pointers stay r's */
 	for (size_t i = 0; i < r->nhists; i++) {
 		const struct lh_hist *h = &r->hists[i];
 		struct lh_hist *sum;
 		struct lh_rank_row *row;
-		size_t before = k->sums.nhists;
+		size_t before = rk->sums.nhists;
 
-		if (grow(k, &cap) || !(sum = lh_report_find_hist(&k->sums, "rank", &h->key)))
+		/* "rank" is no kind: lh_report_hist_lost takes it as LH_SCOPE_EVENTS, the
+		 * scope of every paired kind */
+		if (grow(rk, &cap) || !(sum = lh_report_find_hist(&rk->sums, "rank", &h->key)))
 			goto nomem;
-		row = &k->rows[sum - k->sums.hists];
-		if (k->sums.nhists > before) {	/* a new key */
+		row = &rk->rows[sum - rk->sums.hists];
+		if (rk->sums.nhists > before) {	/* a new key */
 			memset(row, 0, sizeof(*row));
-			row->sum = k->n++;
+			row->sum_idx = rk->n++;
 			row->charged = lh_report_key_charge(r, &h->key);
 		}
 		if (row->nhist < (int)(sizeof(row->hist) / sizeof(row->hist[0])))
@@ -96,20 +99,20 @@ int lh_rank(struct lh_ranking *k, const struct lh_report *r, const struct lh_tex
 		if (paired(r, h->name) && lh_hist_merge(sum, h))
 			goto nomem;
 	}
-	for (size_t i = 0; i < k->n; i++)
-		lh_report_percentiles(r, &k->sums.hists[i], k->rows[i].pct);
-	qsort_r(k->rows, k->n, sizeof(*k->rows), by_rank, &by);
+	for (size_t i = 0; i < rk->n; i++)
+		lh_report_percentiles(r, &rk->sums.hists[i], rk->rows[i].pct);
+	qsort_r(rk->rows, rk->n, sizeof(*rk->rows), by_rank, &by);
 	return 0;
 nomem:
-	lh_rank_free(k);
+	lh_rank_free(rk);
 	return -ENOMEM;
 }
 
-void lh_rank_free(struct lh_ranking *k)
+void lh_rank_free(struct lh_ranking *rk)
 {
-	lh_report_clear(&k->sums);
-	free(k->rows);
-	memset(k, 0, sizeof(*k));
+	lh_report_clear(&rk->sums);
+	free(rk->rows);
+	memset(rk, 0, sizeof(*rk));
 }
 
 /* What the keys are, in the plural ("threads"); "keys" for a combination. */
@@ -152,6 +155,29 @@ static void cell(struct table *tb, int row, int col, const char *fmt, ...)
 		tb->width[col] = n;
 }
 
+/* A label (a key field's value) in a cell: a longer one keeps its end, where two
+ * cgroup paths under one parent differ, after "...". */
+static void label_cell(struct table *tb, int row, int col, const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n < CELL)
+		cell(tb, row, col, "%s", v);
+	else
+		cell(tb, row, col, "...%s", v + n - (CELL - 4));
+}
+
+/* s in capitals (ASCII) into buf: a column's title. */
+static const char *upper(char *buf, size_t len, const char *s)
+{
+	size_t i = 0;
+
+	for (; s[i] && i + 1 < len; i++)
+		buf[i] = (char)toupper((unsigned char)s[i]);
+	buf[i] = 0;
+	return buf;
+}
+
 static void print_table(struct lh_out *o, const struct table *tb)
 {
 	for (int row = 0; row < tb->nrows; row++) {
@@ -186,25 +212,25 @@ static void pct_cell(struct table *tb, int row, int col, const struct lh_pct *p,
 }
 
 bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_text_opts *t,
-		   const struct lh_ranking *k)
+		   const struct lh_ranking *rk)
 {
 	const struct lh_meta *m = &r->meta;
 	const char *noun = m->desc ? m->desc->noun : "events";
-	size_t shown = k->n < t->top ? k->n : t->top;
+	size_t shown = rk->n < t->top ? rk->n : t->top;
 	uint64_t total = 0, rest_count = 0, rest_ns = 0, rest_lost = 0;
-	bool lost_col = m->desc && m->desc->charges_keys && k->n &&
-			(k->sums.hists[k->rows[0].sum].key.fields & LH_KEY_PID);
+	bool lost_col = m->desc && m->desc->charges_keys && rk->n &&
+			(rk->sums.hists[rk->rows[0].sum_idx].key.fields & LH_KEY_PID);
 	struct table tb = { 0 };
 	char a[32], b[32];
 	bool marked = false;
 	int nlabels = 0;
 
-	for (size_t i = 0; i < k->n; i++)
-		total = lh_add_sat(total, k->sums.hists[k->rows[i].sum].sum_ns);
-	lh_out_printf(o, "\n%zu %s by %s (%s in all)", k->n, keys_noun(m->grouping),
+	for (size_t i = 0; i < rk->n; i++)
+		total = lh_add_sat(total, rk->sums.hists[rk->rows[i].sum_idx].sum_ns);
+	lh_out_printf(o, "\n%zu %s by %s (%s in all)", rk->n, keys_noun(m->grouping),
 		sort_names[t->sort], lh_text_duration(a, sizeof(a), total));
-	lh_out_str(o, shown < k->n ? "; the top " : ":\n");
-	if (shown < k->n)
+	lh_out_str(o, shown < rk->n ? "; the top " : ":\n");
+	if (shown < rk->n)
 		lh_out_printf(o, "%zu:\n", shown);
 	tb.cells = calloc(shown + 1, sizeof(*tb.cells));
 	if (!tb.cells) {
@@ -215,10 +241,7 @@ bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_
 	/* the header row */
 	cell(&tb, 0, 0, "TOTAL");
 	cell(&tb, 0, 1, "SHARE");
-	snprintf(a, sizeof(a), "%s", noun);
-	for (char *c = a; *c; c++)
-		*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
-	cell(&tb, 0, 2, "%s", a);
+	cell(&tb, 0, 2, "%s", upper(a, sizeof(a), noun));
 	cell(&tb, 0, 3, "MEAN");
 	cell(&tb, 0, 4, "P50 %s", m->unit);
 	cell(&tb, 0, 5, "P99 %s", m->unit);
@@ -227,8 +250,8 @@ bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_
 	if (lost_col)
 		cell(&tb, 0, tb.ncols++, "LOST");
 	for (size_t i = 0; i < shown; i++) {
-		const struct lh_rank_row *row = &k->rows[i];
-		const struct lh_hist *h = &k->sums.hists[row->sum];
+		const struct lh_rank_row *row = &rk->rows[i];
+		const struct lh_hist *h = &rk->sums.hists[row->sum_idx];
 		struct lh_kv kv[LH_MAX_KEY_FIELDS];
 		int n = lh_key_fields(&h->key, kv), col = 0, y = (int)i + 1;
 		char share[16];
@@ -249,30 +272,27 @@ bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_
 			if (!strcmp(kv[f].name, "start_ns") || !strcmp(kv[f].name, "cgroup_id"))
 				continue;
 			if (!i) {
-				snprintf(b, sizeof(b), "%s", kv[f].name);
-				for (char *c = b; *c; c++)
-					*c = (char)(*c - 'a' + 'A');
-				cell(&tb, 0, col + nlabels, "%s", b);
+				cell(&tb, 0, col + nlabels, "%s", upper(b, sizeof(b), kv[f].name));
 				tb.left[col + nlabels] = true;
 			}
-			cell(&tb, y, col + nlabels, "%s", kv[f].value[0] ? kv[f].value : "?");
+			label_cell(&tb, y, col + nlabels, kv[f].value[0] ? kv[f].value : "?");
 			nlabels++;
 		}
 	}
 	tb.ncols += nlabels;
 	print_table(o, &tb);
 	free(tb.cells);
-	for (size_t i = shown; i < k->n; i++) {
-		const struct lh_hist *h = &k->sums.hists[k->rows[i].sum];
+	for (size_t i = shown; i < rk->n; i++) {
+		const struct lh_hist *h = &rk->sums.hists[rk->rows[i].sum_idx];
 
 		rest_count = lh_add_sat(rest_count, h->count);
 		rest_ns = lh_add_sat(rest_ns, h->sum_ns);
-		rest_lost = lh_add_sat(rest_lost, k->rows[i].charged);
+		rest_lost = lh_add_sat(rest_lost, rk->rows[i].charged);
 	}
-	if (shown < k->n) {
+	if (shown < rk->n) {
 		char share[16];
 
-		lh_out_printf(o, "  ... %zu more: %s (%s), %" PRIu64 " %s", k->n - shown,
+		lh_out_printf(o, "  ... %zu more: %s (%s), %" PRIu64 " %s", rk->n - shown,
 			lh_text_duration(a, sizeof(a), rest_ns),
 			lh_share(rest_ns, total, share, sizeof(share)), rest_count, noun);
 		if (lost_col)

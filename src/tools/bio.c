@@ -57,21 +57,21 @@ enum {
 	OPT_MAX_REQUESTS,
 };
 
-extern const struct lh_tool_desc bio_tool;
-
 static const char bio_help[] =
 	"Usage: lathist bio [OPTIONS]\n"
 	"Block I/O latency per request, aggregated in the kernel: queue time (created to\n"
 	"issued), device time (issued to completed) and total.\n"
 	"\n"
 	"Grouping (combinable; default: all requests together):\n"
-	"      --per-process       by the process current at creation (the submitter)\n"
-	"      --per-disk          by disk (e.g. loop0, vda)\n"
-	"      --per-op            by operation: read, write, flush, discard, other\n"
-	"      --per-cgroup        by the cgroup v2 of the process current at creation\n"
-	"bio filters (-p and --cgroup below select the submitter):\n"
-	"      --disk NAME         only requests to this disk\n"
-	"      --max-requests N    entries of the in-flight request map\n"
+	"      --per-process      by the process current at creation (the submitter;\n"
+	"                         a flusher thread for writeback)\n"
+	"      --per-disk         by disk (e.g. loop0, vda)\n"
+	"      --per-op           by operation: read, write, flush, discard, other\n"
+	"      --per-cgroup       by the cgroup v2 of the process current at creation\n"
+	"bio filters (-p and --cgroup below select the process current at creation):\n"
+	"      --disk NAME        only requests to this disk\n"
+	"bio maps:\n"
+	"      --max-requests N   entries of the in-flight request map\n"
 	"\n";
 
 void bio_dev_name(uint32_t dev, char *name, size_t len)
@@ -275,9 +275,7 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		return -EINVAL;
 	}
 	if (o->c.help) {
-		printf("%s%s", bio_help, lh_common_help);
-		if (o->c.verbose)
-			lh_counters_help(stdout, bio_tool.counter_desc);
+		lh_print_help(bio_help, TOOL, o->c.verbose);
 		return 1;
 	}
 
@@ -345,6 +343,8 @@ static void grouping_name(unsigned int g, char *buf, size_t len)
 		if (g & parts[i].bit)
 			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", parts[i].name);
 }
+
+extern const struct lh_tool_desc bio_tool;	/* at the end of this file */
 
 static void init_meta(struct lh_session *s, struct bio_opts *o, char *grouping)
 {

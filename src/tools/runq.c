@@ -51,22 +51,25 @@ enum {
 
 static const char runq_help[] =
 	"Usage: lathist runq [OPTIONS]\n"
-	"Runqueue latency, aggregated in the kernel: wakeup (wakeup to switch-in) and\n"
-	"preemption wait (preempted while runnable to switch-in), apart.\n"
+	"Runqueue latency, aggregated in the kernel: wakeup latency (wakeup to switch-in)\n"
+	"and preemption wait (preempted while runnable to switch-in), apart.\n"
 	"\n"
 	"Grouping (default: all tasks together; grouped text opens with a ranked table):\n"
-	"      --per-process       by process (tgid)\n"
-	"      --per-thread        by thread (tid)\n"
-	"      --per-cpu           by the CPU the task was switched in on\n"
-	"      --per-cgroup        by the cgroup v2 of the woken task\n"
+	"      --per-process      by process (tgid)\n"
+	"      --per-thread       by thread (tid)\n"
+	"      --per-cpu          by the CPU the task was switched in on\n"
+	"      --per-cgroup       by the cgroup v2 of the woken task\n"
 	"runq filters:\n"
-	"  -t, --tid TID           only thread TID\n"
-	"      --cpus LIST         only switch-ins on these CPUs, e.g. 0-3,7\n"
+	"  -t, --tid TID          only thread TID\n"
+	"      --cpus LIST        only switch-ins on these CPUs, e.g. 0-3,7\n"
 	"On-CPU time and counters:\n"
-	"      --oncpu             also an oncpu histogram: on-CPU slices\n"
-	"      --counters LIST     perf counters per slice, e.g. cycles,instructions (--oncpu)\n"
-	"      --counters-optional go on without counters this machine cannot count\n"
-	"      --max-tasks N       raw_tp: entries of the pid-keyed start map\n"
+	"      --oncpu            also an oncpu histogram: on-CPU slices\n"
+	"      --counters LIST    perf counters per slice (implies --oncpu; at most 8),\n"
+	"                         e.g. cycles,instructions,cache-misses,cpu-clock,rNNNN\n"
+	"      --counters-optional\n"
+	"                         go on without counters this machine cannot count\n"
+	"runq maps:\n"
+	"      --max-tasks N      raw_tp: entries of the pid-keyed start map\n"
 	"\n";
 
 static int parse_cpus(struct runq_opts *o, const char *arg)
@@ -265,9 +268,7 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		return -EINVAL;
 	}
 	if (o->c.help) {
-		printf("%s%s", runq_help, lh_common_help);
-		if (o->c.verbose)
-			lh_counters_help(stdout, runq_tool.counter_desc);
+		lh_print_help(runq_help, TOOL, o->c.verbose);
 		return 1;
 	}
 	if (o->c.pid && o->tid && lh_tgid_of(o->tid) != (long)o->c.pid) {
@@ -1124,8 +1125,8 @@ static const char *const runq_counter_desc[LH_NR_COUNTERS] = {
 				 "kernel fired none, or skipped lathist's program",
 	[LH_GAP_HIDDEN_TASKS] = "traced tasks, alive through the end-of-run sweep, that the "
 				"kernel's task iterator did not show: their waits after their last "
-				"event are not counted (not checked under --cgroup or in a PID "
-				"namespace)",
+				"event are not counted (not checked under --cgroup or outside "
+				"the initial PID namespace)",
 	[LH_LOSS_UNPAIRED] = "switch-ins whose wakeup or preemption no event showed",
 	[LH_LOSS_OVERWRITTEN] = "starts replaced by a newer start of the same wait",
 	[LH_LOSS_MISSED_SWITCH_IN] = "starts whose switch-in no event showed (the task's switch "

@@ -264,7 +264,8 @@ static void test_loss_line_names_every_class(void **state)
 	lh_text_defaults(&t);
 	t.verbose = true;
 	text = text_of(&r, &t);
-	assert_non_null(strstr(text, "events and losses (shares of 1003 events):"));
+	assert_non_null(strstr(text, "events and losses (shares of 1003 events; the loss line's are of "
+			       "1005: these and the 2 lost before an end):"));
 	assert_non_null(strstr(text, "missed_switch_in"));
 	assert_non_null(strstr(text, "p99   (16, 32] us (5 lost: could be (16, 32] .. (1024, 2048])"));
 	assert_null(strstr(text, "request"));	/* runq's words, not bio's */
