@@ -10,13 +10,15 @@ shift 4
 include=$(mktemp)
 trap 'rm -f "$include"' EXIT
 for md in "$@"; do
-  # the page's title goes: what follows it joins DESCRIPTION; its ## sections become
+  # in ASCII (groff under a C locale shows other bytes as ???; iconv spells x for
+  # the multiplication sign, -> for an arrow); the page's title goes: what follows it
+  # joins DESCRIPTION; its ## sections become
   # the man page's sections (its Synopsis, command lines, the EXAMPLES: help2man's
   # SYNOPSIS is the usage line), ### its subsections
   awk 'NR == 1 && /^# / { print "# >DESCRIPTION"; next }
     /^```/ { fenced = !fenced }
     !fenced && /^##+ / { sub(/^#/, "") }
-    { print }' "$md" | go-md2man | awk '
+    { print }' "$md" | iconv -f UTF-8 -t ASCII//TRANSLIT | go-md2man | awk '
     /^\.TH / { next }
     /^\.SH / {
       sub(/^\.SH +/, ""); gsub(/"/, ""); name = toupper($0)

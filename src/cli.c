@@ -968,8 +968,8 @@ int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char
 		return 0;
 	}
 	if (lh_parse_u32(arg, opt == LH_OPT_TOP ? 1 : 0, LH_TEXT_ALL - 1, n)) {
-		lh_usage_error(tool, "%s '%s': give a number (%s) or all", name, arg,
-			       opt == LH_OPT_TOP ? "1 or more" : "0 or more");
+		lh_usage_error(tool, "%s '%s': give %u to %u, or all", name, arg,
+			       opt == LH_OPT_TOP ? 1U : 0U, LH_TEXT_ALL - 1);
 		return -EINVAL;
 	}
 	return 0;
@@ -985,6 +985,20 @@ int lh_text_only(unsigned int given, enum lh_format format, const char *tool)
 		if (given & (1U << i)) {
 			lh_usage_error(tool, "%s shapes the text output; drop it, or drop -f (JSON, CSV "
 				       "and OpenMetrics keep every key)", names[i]);
+			break;
+		}
+	return -EINVAL;
+}
+
+int lh_text_grouped(unsigned int given, bool grouped, const char *fix, const char *tool)
+{
+	static const char *const names[] = { "--sort", "--top", "--histograms" };
+
+	if (!given || grouped)
+		return 0;
+	for (int i = 0; i < 3; i++)
+		if (given & (1U << i)) {
+			lh_usage_error(tool, "%s shapes the text of a grouped run; %s", names[i], fix);
 			break;
 		}
 	return -EINVAL;

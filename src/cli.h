@@ -141,6 +141,10 @@ int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char
  * other than text: 0, or -EINVAL after the message. */
 int lh_text_only(unsigned int given, enum lh_format format, const char *tool);
 
+/* The text options given shape a grouped run's ranked table: refused without a
+ * grouping (grouped false), the message ending in fix. 0, or -EINVAL after it. */
+int lh_text_grouped(unsigned int given, bool grouped, const char *fix, const char *tool);
+
 /*
  * Parse a size in bytes ("4096", "64k", "1m", "1g") and round it up to a power-of-two
  * number of pages (what BPF ring buffers need). -EINVAL (not a size), -EDOM

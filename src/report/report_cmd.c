@@ -2416,6 +2416,11 @@ int report_main(int argc, char **argv)
 	}
 	if ((rc = merge_inputs(&m, argv, ro.first, argc, &ro, heatmap)))
 		goto out;
+	if (lh_text_grouped(c.text_given, strcmp(m.r.meta.grouping, "total") != 0,
+			    "these inputs are not grouped (meta.grouping total): drop it", TOOL)) {
+		rc = LH_EXIT_USAGE;
+		goto out;
+	}
 	if (c.anonymize && m.anonymized) {	/* hashing hashes again would hide nothing more */
 		lh_usage_error(TOOL, "--anonymize: the inputs are anonymized already "
 			       "(meta.anonymized); leave --anonymize out");

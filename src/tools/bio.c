@@ -278,6 +278,9 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		lh_print_help(bio_help, TOOL, o->c.verbose);
 		return 1;
 	}
+	if (lh_text_grouped(o->c.text_given, o->group != 0,
+			    "add a grouping (--per-...), or drop it", TOOL))
+		return -EINVAL;
 
 	/* outside the host's PID namespace, what takes or shows pids is refused */
 	if (o->c.pid)
@@ -914,8 +917,8 @@ static const char *const bio_counter_desc[LH_NR_COUNTERS] = {
 	[LH_LOSS_HIST_OTHER] = "a histogram map update failed (other errno)",
 	[LH_LOSS_RINGBUF] = "records not written: the ring buffer was full (the histograms still "
 			    "count the requests; raise --ringbuf-size)",
-	[LH_LOSS_PROG_MISSED] = "runs of lathist's programs the kernel skipped (another BPF program "
-				"was running on that CPU): each may lose an event",
+	[LH_LOSS_PROG_MISSED] = "runs of lathist's programs the kernel skipped (the program was "
+				"already running on that CPU): each may lose an event",
 };
 
 static const struct lh_tool_tp bio_tps[] = {

@@ -271,6 +271,9 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		lh_print_help(runq_help, TOOL, o->c.verbose);
 		return 1;
 	}
+	if (lh_text_grouped(o->c.text_given, o->group != RUNQ_GROUP_TOTAL,
+			    "add a grouping (--per-...), or drop it", TOOL))
+		return -EINVAL;
 	if (o->c.pid && o->tid && lh_tgid_of(o->tid) != (long)o->c.pid) {
 		lh_usage_error(TOOL, "-t %u is not a thread of process %u (-p); drop one of them",
 			       o->tid, o->c.pid);
@@ -1151,8 +1154,8 @@ static const char *const runq_counter_desc[LH_NR_COUNTERS] = {
 	[LH_LOSS_PMU_ENOENT] = "counter reads failed: ENOENT (no event in the slot)",
 	[LH_LOSS_PMU_EINVAL] = "counter reads failed: EINVAL (the event is not readable on this CPU)",
 	[LH_LOSS_PMU_OTHER] = "counter reads failed: other errno",
-	[LH_LOSS_PROG_MISSED] = "runs of lathist's programs the kernel skipped (another BPF program "
-				"was running on that CPU): each may lose an event",
+	[LH_LOSS_PROG_MISSED] = "runs of lathist's programs the kernel skipped (the program was "
+				"already running on that CPU): each may lose an event",
 };
 
 static const struct lh_tool_tp runq_tps[] = {

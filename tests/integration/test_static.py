@@ -80,9 +80,11 @@ def test_install_binary_and_man_pages():
                     "lathist-doctor.8": ["doctor"]}
         for page, option in pages.items():
             p = subprocess.run(["man", "-l", os.path.join(mandir, page)], capture_output=True,
-                               text=True, env=dict(os.environ, MANWIDTH="100"))
+                               text=True, env=dict(os.environ, MANWIDTH="100", LANG="C"))
             name = page[:-2].upper()
             check(p.returncode == 0 and p.stdout.lstrip().startswith(f"{name}(8)") and
                   option in p.stdout, f"{page}: rc {p.returncode}, {p.stdout[:300]!r}")
             for needle in sections[page]:
                 check(needle in p.stdout, f"{page}: no {needle!r}")
+            check("???" not in p.stdout, f"{page}: bytes man cannot show: "
+                                         f"{p.stdout[max(0, p.stdout.find('???') - 60):][:120]!r}")
