@@ -145,8 +145,9 @@ $(OUT)/tests/faketask.skel.h: $(OUT)/tests/faketask.bpf.o
 	$(BPFTOOL) gen skeleton $< name faketask_bpf > $@.tmp && mv $@.tmp $@
 
 $(OUT)/tests/runq_synth: tests/bpf/runq_synth.c $(OUT)/tests/faketask.skel.h $(OUT)/runq.skel.h \
-		$(OUT)/counters.o $(OUT)/bpfcommon.o
-	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(OUT)/counters.o $(OUT)/bpfcommon.o $(LIBS) -o $@
+		$(OUT)/counters.o $(OUT)/report/outbuf.o $(OUT)/bpfcommon.o
+	$(CC) $(CFLAGS) -I$(OUT)/tests $< $(OUT)/counters.o $(OUT)/report/outbuf.o $(OUT)/bpfcommon.o \
+		$(LIBS) -o $@
 
 # libFuzzer target for lathist report's reader (clang, ASan + UBSan), all sources rebuilt
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -292,9 +292,11 @@ bool lh_rank_print(struct lh_out *o, const struct lh_report *r, const struct lh_
 	if (shown < rk->n) {
 		char share[16];
 
-		lh_out_printf(o, "  ... %zu more: %s (%s), %" PRIu64 " %s", rk->n - shown,
+		/* the noun is a plural ("waits"): one is its singular */
+		lh_out_printf(o, "  ... %zu more: %s (%s), %" PRIu64 " %.*s", rk->n - shown,
 			lh_text_duration(a, sizeof(a), rest_ns),
-			lh_share(rest_ns, total, share, sizeof(share)), rest_count, noun);
+			lh_share(rest_ns, total, share, sizeof(share)), rest_count,
+			(int)strlen(noun) - (rest_count == 1), noun);
 		if (lost_col)
 			lh_out_printf(o, ", %" PRIu64 " lost", rest_lost);
 		lh_out_str(o, " (--top N shows more)\n");
