@@ -31,7 +31,8 @@ TOOLS := runq bio
 CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c recline.c pmu.c \
 	cgroup.c doctor.c context.c
 REPORT_SRCS := hist.c report.c fold.c outbuf.c render_text.c text_rank.c text_losses.c render_json.c render_csv.c render_openmetrics.c \
-	report_cmd.c heatmap.c anonymize.c render_diff.c
+	report_cmd.c merge_read.c merge_doc.c merge_parts.c merge_context.c heatmap.c anonymize.c \
+	render_diff.c
 LIB_SRCS := $(addprefix src/,$(CORE_SRCS)) $(addprefix src/report/,$(REPORT_SRCS))
 TOOL_SRCS := $(addprefix src/tools/,$(addsuffix .c,$(TOOLS)))
 
