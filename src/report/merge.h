@@ -16,6 +16,36 @@
 #include "registry.h"
 #include "report.h"
 
+/* Where the merge is reading: for messages, and what one document holds. */
+struct merge_cursor {
+	const char *path;		/* file being read */
+	int line;			/* document number in it */
+	uint64_t start;			/* the document's start (realtime ns) */
+	uint64_t paired;		/* its paired histograms' counts (registry paired_hists) */
+	uint64_t slices;		/* its slice histograms' counts (kind scope SLICES: oncpu) */
+	int slice_hists;		/* and how many it has */
+	uint64_t ncpus;			/* its meta.ncpus (possible CPUs, 1 to 2^20) */
+};
+
+/* Every run interval read so far (merge_parts.c): a merge's meta.parts. */
+struct merge_parts {
+	struct lh_part *parts;
+	struct part_src { const char *path; int doc; } *src;	/* where each was read */
+	size_t n, cap;
+	void *runs;			/* tsearch tree of struct run_parts, by run id */
+	size_t *noid, nnoid, noid_cap;	/* parts without a run id (any run's time) */
+};
+
+/* The inputs' meta.context and meta.load (merge_context.c). */
+struct merge_ctx {
+	json_object *vals;		/* per field, the distinct values read */
+	int docs, missing;		/* inputs with a meta.context, and without one */
+	json_object *out;		/* the merged meta.context (merge_context_finish) */
+	bool load_unknown;		/* an input has no meta.load */
+	bool quiet;			/* --diff: it shows what differs; no warning */
+	struct lh_load load;		/* the inputs' meta.load, added */
+};
+
 /* What the merged documents have in common, and strings the report points at. */
 struct merge {
 	struct lh_report r;
@@ -24,36 +54,21 @@ struct merge {
 	const struct lh_tool_desc *desc;	/* the first document's tool */
 	char attach_tp[LH_MAX_ATTACH][32], attach_type[LH_MAX_ATTACH][16];
 	uint64_t first_start, last_end;	/* realtime ns */
-	uint64_t doc_start;		/* the document being read: its start (realtime ns) */
-	uint64_t doc_paired;		/* its paired histograms' counts (registry paired_hists) */
-	uint64_t doc_slices;		/* its slice histograms' counts (kind scope SLICES: oncpu) */
-	int doc_slice_hists;		/* and how many it has */
-	uint64_t doc_ncpus;		/* its meta.ncpus (possible CPUs, 1 to 2^20) */
 	int oncpu_docs;			/* inputs with on-CPU slices (--oncpu) */
 	int ndocs;
-	const char *path;		/* file being read, for messages */
-	int line;			/* document number in it */
+	struct merge_cursor cur;
 	struct lh_heatmap *heat;	/* --heatmap: one column per document */
 	const char *heat_hist;
 	bool pmu_dropped, records_dropped;
 	char filters[512];		/* the first document's meta.filters, as JSON */
 	bool filters_mixed;
 	json_object *filters_obj;	/* a copy of them, applied at the end */
-	struct lh_part *parts;		/* every run interval read so far (a merge's meta.parts) */
-	struct part_src { const char *path; int doc; } *part_src;	/* where each was read */
-	size_t nparts, parts_cap;
-	void *runs;			/* tsearch tree of struct run_parts, by run id */
-	size_t *noid, nnoid, noid_cap;	/* parts without a run id (any run's time) */
+	struct merge_parts idx;
 	char host[65];			/* the first document's, or "mixed" */
 	bool anonymized;		/* the first document's meta.anonymized */
 	uint32_t *hist_doc;		/* per merged histogram: the last document adding to it */
 	size_t hist_doc_cap;
-	json_object *ctx_vals;		/* meta.context: per field, the distinct values read */
-	int ctx_docs, ctx_missing;	/* inputs with a meta.context, and without one */
-	json_object *ctx_out;		/* the merged meta.context (merge_context_finish) */
-	bool load_unknown;		/* an input has no meta.load */
-	bool ctx_quiet;			/* --diff: it shows what differs; no warning */
-	struct lh_load load;		/* the inputs' meta.load, added */
+	struct merge_ctx ctx;
 };
 
 /* A document that is not what lathist -f json writes. */

@@ -275,7 +275,7 @@ int merge_ctx(struct merge *m, json_object *meta)
 	int err;
 
 	if (!json_object_object_get_ex(meta, "context", &ctx) || !ctx) {
-		m->ctx_missing++;	/* a lathist before 0.3: nothing known, not "null" */
+		m->ctx.missing++;	/* a lathist before 0.3: nothing known, not "null" */
 		return 0;
 	}
 	if (!json_object_is_type(ctx, json_type_object))
@@ -288,7 +288,7 @@ int merge_ctx(struct merge *m, json_object *meta)
 	    strcmp(kernel, json_object_get_string(kr)))
 		return bad(m, "meta.context.kernel_release %.64s is not meta.kernel %s",
 			   json_object_get_string(kr), kernel);
-	if (!m->ctx_vals && !(m->ctx_vals = json_object_new_object()))
+	if (!m->ctx.vals && !(m->ctx.vals = json_object_new_object()))
 		return -ENOMEM;
 	json_object_object_get_ex(ctx, "mixed", &listed);	/* an input that is a merge */
 	json_object_object_foreach(ctx, k, v) {
@@ -297,13 +297,13 @@ int merge_ctx(struct merge *m, json_object *meta)
 		if (!strcmp(k, "mixed"))
 			continue;
 		if (!strcmp(k, "inputs_without_context")) {
-			m->ctx_missing += (int)json_object_get_int64(v);
+			m->ctx.missing += (int)json_object_get_int64(v);
 			continue;
 		}
-		if (!json_object_object_get_ex(m->ctx_vals, k, &vals)) {
+		if (!json_object_object_get_ex(m->ctx.vals, k, &vals)) {
 			vals = json_object_new_array();
-			json_object_object_add(m->ctx_vals, k, vals);
-			if (m->ctx_docs)	/* the inputs before had none */
+			json_object_object_add(m->ctx.vals, k, vals);
+			if (m->ctx.docs)	/* the inputs before had none */
 				ctx_add_value(vals, NULL);
 		}
 		if (json_object_is_type(v, json_type_string) &&
@@ -315,10 +315,10 @@ int merge_ctx(struct merge *m, json_object *meta)
 		else
 			ctx_add_value(vals, v);
 	}
-	json_object_object_foreach(m->ctx_vals, fk, fvals)
+	json_object_object_foreach(m->ctx.vals, fk, fvals)
 		if (!json_object_object_get_ex(ctx, fk, NULL))
 			ctx_add_value(fvals, NULL);
-	m->ctx_docs++;
+	m->ctx.docs++;
 	return 0;
 }
 
@@ -332,7 +332,7 @@ int merge_load(struct merge *m, json_object *meta)
 	int err;
 
 	if (!json_object_object_get_ex(meta, "load", &ld) || !ld) {
-		m->load_unknown = true;
+		m->ctx.load_unknown = true;
 		return 0;
 	}
 	if (!json_object_is_type(ld, json_type_object))
@@ -368,13 +368,13 @@ int merge_load(struct merge *m, json_object *meta)
 			return bad(m, "meta.load.steal_ratio is %.32s, not steal_ns / cpu_ns (%.6f)",
 				   json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN), want);
 	}
-	m->load.steal_ns = lh_add_sat(m->load.steal_ns, steal);
-	m->load.cpu_ns = lh_add_sat(m->load.cpu_ns, cpu);
-	if (lmax > m->load.loadavg_max)
-		m->load.loadavg_max = lmax;
-	m->load.ends = !m->ndocs && !isnan(la) && !isnan(lb);
-	m->load.loadavg_start = m->load.ends ? la : 0;
-	m->load.loadavg_end = m->load.ends ? lb : 0;
+	m->ctx.load.steal_ns = lh_add_sat(m->ctx.load.steal_ns, steal);
+	m->ctx.load.cpu_ns = lh_add_sat(m->ctx.load.cpu_ns, cpu);
+	if (lmax > m->ctx.load.loadavg_max)
+		m->ctx.load.loadavg_max = lmax;
+	m->ctx.load.ends = !m->ndocs && !isnan(la) && !isnan(lb);
+	m->ctx.load.loadavg_start = m->ctx.load.ends ? la : 0;
+	m->ctx.load.loadavg_end = m->ctx.load.ends ? lb : 0;
 	return 0;
 }
 
@@ -391,17 +391,17 @@ void merge_context_finish(struct merge *m)
 	json_object *mixed;
 	char said[512] = "";
 
-	if (!m->ctx_vals)
+	if (!m->ctx.vals)
 		return;
-	m->ctx_out = json_object_new_object();
+	m->ctx.out = json_object_new_object();
 	mixed = json_object_new_object();
-	json_object_object_foreach(m->ctx_vals, k, vals) {
+	json_object_object_foreach(m->ctx.vals, k, vals) {
 		if (json_object_array_length(vals) == 1) {
-			json_object_object_add(m->ctx_out, k,
+			json_object_object_add(m->ctx.out, k,
 					       json_object_get(json_object_array_get_idx(vals, 0)));
 			continue;
 		}
-		json_object_object_add(m->ctx_out, k, json_object_new_string("mixed"));
+		json_object_object_add(m->ctx.out, k, json_object_new_string("mixed"));
 		json_object_object_add(mixed, k, json_object_get(vals));
 		for (size_t i = 0; i < sizeof(moving) / sizeof(moving[0]); i++) {
 			size_t n = strlen(said);
@@ -419,23 +419,23 @@ void merge_context_finish(struct merge *m)
 			snprintf(said + n, sizeof(said) - n, ")");
 		}
 	}
-	if (m->ctx_missing && m->ctx_docs) {
-		json_object_object_add(m->ctx_out, "inputs_without_context",
-				       json_object_new_int(m->ctx_missing));
+	if (m->ctx.missing && m->ctx.docs) {
+		json_object_object_add(m->ctx.out, "inputs_without_context",
+				       json_object_new_int(m->ctx.missing));
 		fprintf(stderr, "lathist report: %d of the %d inputs carry no measurement context (a "
-			"lathist before 0.3): meta.context is the others'\n", m->ctx_missing,
-			m->ctx_missing + m->ctx_docs);
+			"lathist before 0.3): meta.context is the others'\n", m->ctx.missing,
+			m->ctx.missing + m->ctx.docs);
 	}
 	if (json_object_object_length(mixed))
-		json_object_object_add(m->ctx_out, "mixed", mixed);
+		json_object_object_add(m->ctx.out, "mixed", mixed);
 	else
 		json_object_put(mixed);
-	if (said[0] && !m->ctx_quiet)
+	if (said[0] && !m->ctx.quiet)
 		fprintf(stderr, "lathist report: the inputs were measured in different contexts: %s; "
 			"their latencies may not compare (meta.context.mixed)\n", said);
-	m->r.meta.context = json_object_object_length(m->ctx_out) ? m->ctx_out : NULL;
-	if (!m->load_unknown && m->ndocs) {
-		m->r.meta.load = m->load;
+	m->r.meta.context = json_object_object_length(m->ctx.out) ? m->ctx.out : NULL;
+	if (!m->ctx.load_unknown && m->ndocs) {
+		m->r.meta.load = m->ctx.load;
 		m->r.meta.load.known = true;
 	}
 }
@@ -488,7 +488,7 @@ int merge_context(struct merge *m, json_object *meta, uint64_t start, uint64_t d
 		m->r.meta.ncpus = (int)ncpus;
 	if (!m->first_start || start < m->first_start)
 		m->first_start = start;
-	m->doc_start = start ? start : 1;	/* 0 would mean "unknown" */
+	m->cur.start = start ? start : 1;	/* 0 would mean "unknown" */
 	if (start + dur > m->last_end)
 		m->last_end = start + dur;
 	return 0;

@@ -30,9 +30,9 @@ int merge_say(struct merge *m, const char *fix, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
-	fprintf(stderr, "lathist report: %s", m->path);
-	if (m->line > 1)
-		fprintf(stderr, " (document %d)", m->line);
+	fprintf(stderr, "lathist report: %s", m->cur.path);
+	if (m->cur.line > 1)
+		fprintf(stderr, " (document %d)", m->cur.line);
 	fputs(": ", stderr);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -321,9 +321,9 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	if (key.fields != lh_tool_grouping_fields(m->desc, m->grouping))
 		return bad_hist(m, name, &key, "its key's fields do not fit the grouping %s", m->grouping);
 	/* meta.ncpus counts the possible CPUs: every CPU number is below it */
-	if ((key.fields & LH_KEY_CPU) && key.cpu >= m->doc_ncpus)
+	if ((key.fields & LH_KEY_CPU) && key.cpu >= m->cur.ncpus)
 		return bad_hist(m, name, &key, "its key's cpu %u is not below meta.ncpus %" PRIu64,
-				key.cpu, m->doc_ncpus);
+				key.cpu, m->cur.ncpus);
 	if (!slots)
 		return bad_hist(m, name, &key, "slots is missing or not a list");
 	if (merge_get_u64(jh, "count", &count))
@@ -339,7 +339,7 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 				"2^64-1");
 	if (lh_hist_init(tmp, name, &key, sc))
 		return -ENOMEM;
-	tmp->name_ns = m->doc_start;	/* of a task's names, the earliest input's is kept */
+	tmp->name_ns = m->cur.start;	/* of a task's names, the earliest input's is kept */
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
 		json_object *s = json_object_array_get_idx(slots, i);
 		uint64_t lo, c, hi, want_hi, idx;
@@ -391,10 +391,10 @@ static int parse_hist(struct merge *m, json_object *jh, struct lh_hist *tmp)
 	tmp->max_ns = max;
 	tmp->bytes = bytes;
 	if (lh_tool_paired_hist(m->desc, name))
-		m->doc_paired += count;	/* no overflow: the slots' sum fits, and paired <= events */
+		m->cur.paired += count;	/* no overflow: the slots' sum fits, and paired <= events */
 	if ((k = merge_kind_of(m, name)) && k->scope == LH_SCOPE_SLICES) {
-		m->doc_slices += count;	/* checked against loss.slices: refused past 2^64 there */
-		m->doc_slice_hists++;
+		m->cur.slices += count;	/* checked against loss.slices: refused past 2^64 there */
+		m->cur.slice_hists++;
 	}
 	if (!k) {
 		lh_hist_free(tmp);
@@ -812,7 +812,7 @@ int merge_add_doc(struct merge *m, json_object *doc)
 	struct lh_hist tmp;
 	int err;
 
-	m->line++;
+	m->cur.line++;
 	if (!(js = merge_get(doc, "schema", json_type_string)))
 		return bad(m, "not a %s document (no \"schema\": \"%s\")", LH_SCHEMA, LH_SCHEMA);
 	if (strcmp(json_object_get_string(js), LH_SCHEMA))
@@ -851,9 +851,9 @@ int merge_add_doc(struct merge *m, json_object *doc)
 		if (lh_heatmap_column(m->heat, start, dur, lost))
 			return -ENOMEM;
 	}
-	m->doc_paired = m->doc_slices = 0;
-	m->doc_slice_hists = 0;
-	m->doc_ncpus = ncpus;
+	m->cur.paired = m->cur.slices = 0;
+	m->cur.slice_hists = 0;
+	m->cur.ncpus = ncpus;
 	for (size_t i = 0; i < json_object_array_length(hists); i++)
 		if ((err = parse_hist(m, json_object_array_get_idx(hists, i), &tmp)))
 			return err;
@@ -864,20 +864,20 @@ int merge_add_doc(struct merge *m, json_object *doc)
 		uint64_t paired = 0;
 
 		/* "paired means in a histogram" (a full map counts as hist_map_full) */
-		if (merge_get_u64(loss, "paired", &paired) || paired != m->doc_paired)
+		if (merge_get_u64(loss, "paired", &paired) || paired != m->cur.paired)
 			return bad(m, "loss.paired %" PRIu64 " is not what its histograms count (%"
-				   PRIu64 "): every paired event is in one", paired, m->doc_paired);
+				   PRIu64 "): every paired event is in one", paired, m->cur.paired);
 	}
 	/* "slices: on-CPU slices in the oncpu histograms (and in the counter sums)": with
 	 * --counters alone the slices are in no histogram */
-	if (m->doc_slice_hists || (json_object_object_get_ex(loss, "slices", NULL) &&
+	if (m->cur.slice_hists || (json_object_object_get_ex(loss, "slices", NULL) &&
 				   !merge_get(doc, "counters", json_type_array))) {
 		uint64_t slices = 0;
 
-		if (merge_get_u64(loss, "slices", &slices) || slices != m->doc_slices)
+		if (merge_get_u64(loss, "slices", &slices) || slices != m->cur.slices)
 			return bad(m, "loss.slices %" PRIu64 " is not what its oncpu histograms count "
 				   "(%" PRIu64 "): every slice counted is in one", slices,
-				   m->doc_slices);
+				   m->cur.slices);
 	}
 	m->oncpu_docs += json_object_object_get_ex(loss, "slices", NULL);
 	if (merge_get(doc, "counters", json_type_array))
@@ -891,8 +891,8 @@ int merge_add_doc(struct merge *m, json_object *doc)
 void merge_free(struct merge *m)
 {
 	json_object_put(m->filters_obj);
-	json_object_put(m->ctx_vals);
-	json_object_put(m->ctx_out);
+	json_object_put(m->ctx.vals);
+	json_object_put(m->ctx.out);
 	lh_heatmap_free(m->heat);
 	lh_report_clear(&m->r);
 	merge_parts_free(m);

@@ -103,7 +103,7 @@ static size_t lower_bound(const struct merge *m, const size_t *idx, size_t n, ui
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct lh_part *q = &m->parts[idx[mid]];
+		const struct lh_part *q = &m->idx.parts[idx[mid]];
 
 		if ((by_start ? q->start_realtime_ns : q->interval_index) < v)
 			lo = mid + 1;
@@ -120,22 +120,22 @@ static ssize_t covered_by(const struct merge *m, const struct lh_part *p,
 	size_t j;
 
 	if (!p->run_id[0]) {	/* without a run id: any part that overlaps it */
-		for (size_t i = 0; i < m->nparts; i++)
-			if (same_coverage(p, &m->parts[i]))
+		for (size_t i = 0; i < m->idx.n; i++)
+			if (same_coverage(p, &m->idx.parts[i]))
 				return (ssize_t)i;
 		return -1;
 	}
-	for (size_t i = 0; i < m->nnoid; i++)
-		if (same_coverage(p, &m->parts[m->noid[i]]))
-			return (ssize_t)m->noid[i];
+	for (size_t i = 0; i < m->idx.nnoid; i++)
+		if (same_coverage(p, &m->idx.parts[m->idx.noid[i]]))
+			return (ssize_t)m->idx.noid[i];
 	if (!r || !r->n)
 		return -1;
 	j = lower_bound(m, r->by_index, r->n, p->interval_index, false);
-	if (j < r->n && m->parts[r->by_index[j]].interval_index == p->interval_index)
+	if (j < r->n && m->idx.parts[r->by_index[j]].interval_index == p->interval_index)
 		return (ssize_t)r->by_index[j];
 	/* of the parts that start before p ends, the last ends last (by_start) */
 	j = lower_bound(m, r->by_start, r->n, p->start_realtime_ns + p->duration_ns, true);
-	if (j && same_coverage(p, &m->parts[r->by_start[j - 1]]))
+	if (j && same_coverage(p, &m->idx.parts[r->by_start[j - 1]]))
 		return (ssize_t)r->by_start[j - 1];
 	return -1;
 }
@@ -144,12 +144,12 @@ static ssize_t covered_by(const struct merge *m, const struct lh_part *p,
  * (start, end) or by interval_index. */
 static void insert_at(const struct merge *m, size_t *idx, size_t n, size_t i, bool by_start)
 {
-	const struct lh_part *p = &m->parts[i];
+	const struct lh_part *p = &m->idx.parts[i];
 	size_t j = lower_bound(m, idx, n, by_start ? p->start_realtime_ns : p->interval_index,
 			       by_start);
 
-	while (by_start && j < n && m->parts[idx[j]].start_realtime_ns == p->start_realtime_ns &&
-	       m->parts[idx[j]].duration_ns < p->duration_ns)
+	while (by_start && j < n && m->idx.parts[idx[j]].start_realtime_ns == p->start_realtime_ns &&
+	       m->idx.parts[idx[j]].duration_ns < p->duration_ns)
 		j++;
 	memmove(idx + j + 1, idx + j, (n - j) * sizeof(*idx));
 	idx[j] = i;
@@ -170,24 +170,24 @@ static int grow_idx(size_t **a, size_t n, size_t *cap)
 	return 0;
 }
 
-/* Index the newest part, m->parts[m->nparts - 1], under its run; -ENOMEM. */
+/* Index the newest part, m->idx.parts[m->idx.n - 1], under its run; -ENOMEM. */
 static int index_part(struct merge *m, struct run_parts *r)
 {
-	size_t i = m->nparts - 1, cap;
+	size_t i = m->idx.n - 1, cap;
 	void *node;
 
-	if (!m->parts[i].run_id[0]) {
-		if (grow_idx(&m->noid, m->nnoid, &m->noid_cap))
+	if (!m->idx.parts[i].run_id[0]) {
+		if (grow_idx(&m->idx.noid, m->idx.nnoid, &m->idx.noid_cap))
 			return -ENOMEM;
-		m->noid[m->nnoid++] = i;
+		m->idx.noid[m->idx.nnoid++] = i;
 		return 0;
 	}
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return -ENOMEM;
-		memcpy(r->run_id, m->parts[i].run_id, sizeof(r->run_id));
-		node = tsearch(r, &m->runs, run_cmp);
+		memcpy(r->run_id, m->idx.parts[i].run_id, sizeof(r->run_id));
+		node = tsearch(r, &m->idx.runs, run_cmp);
 		if (!node || *(struct run_parts **)node != r) {
 			run_free(r);
 			return -ENOMEM;
@@ -213,17 +213,17 @@ static int add_part(struct merge *m, const struct lh_part *p)
 
 	if (p->run_id[0]) {
 		memcpy(key.run_id, p->run_id, sizeof(key.run_id));
-		found = tfind(&key, &m->runs, run_cmp);
+		found = tfind(&key, &m->idx.runs, run_cmp);
 	}
 	r = found ? *found : NULL;
 	i = covered_by(m, p, r);
 	if (i >= 0) {
-		const struct lh_part *q = &m->parts[i];
-		const struct part_src *src = &m->part_src[i];
+		const struct lh_part *q = &m->idx.parts[i];
+		const struct part_src *src = &m->idx.src[i];
 		char other[300], what[32];
 
 		snprintf(other, sizeof(other), "%s", src->path);
-		if (src->doc > 1 || src->path == m->path)
+		if (src->doc > 1 || src->path == m->cur.path)
 			snprintf(other + strlen(other), sizeof(other) - strlen(other),
 				 " (document %d)", src->doc);
 		if (!p->run_id[0])
@@ -238,24 +238,24 @@ static int add_part(struct merge *m, const struct lh_part *p)
 				   "it would be counted twice; give each interval once", what,
 				   q->run_id, q->host, other);
 	}
-	if (m->nparts == m->parts_cap) {
-		size_t cap = m->parts_cap ? 2 * m->parts_cap : 64;
-		struct lh_part *np = realloc(m->parts, cap * sizeof(*np));
+	if (m->idx.n == m->idx.cap) {
+		size_t cap = m->idx.cap ? 2 * m->idx.cap : 64;
+		struct lh_part *np = realloc(m->idx.parts, cap * sizeof(*np));
 		struct part_src *ns;
 
 		if (!np)
 			return -ENOMEM;
-		m->parts = np;
-		ns = realloc(m->part_src, cap * sizeof(*ns));
+		m->idx.parts = np;
+		ns = realloc(m->idx.src, cap * sizeof(*ns));
 		if (!ns)
 			return -ENOMEM;
-		m->part_src = ns;
-		m->parts_cap = cap;
+		m->idx.src = ns;
+		m->idx.cap = cap;
 	}
-	m->parts[m->nparts] = *p;
-	m->part_src[m->nparts].path = m->path;
-	m->part_src[m->nparts].doc = m->line;
-	m->nparts++;
+	m->idx.parts[m->idx.n] = *p;
+	m->idx.src[m->idx.n].path = m->cur.path;
+	m->idx.src[m->idx.n].doc = m->cur.line;
+	m->idx.n++;
 	return index_part(m, r);
 }
 
@@ -294,8 +294,8 @@ int merge_add_parts(struct merge *m, json_object *meta)
 
 void merge_parts_free(struct merge *m)
 {
-	free(m->parts);
-	free(m->part_src);
-	free(m->noid);
-	tdestroy(m->runs, run_free);
+	free(m->idx.parts);
+	free(m->idx.src);
+	free(m->idx.noid);
+	tdestroy(m->idx.runs, run_free);
 }

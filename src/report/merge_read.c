@@ -83,7 +83,7 @@ static int fill(struct merge *m, struct input *in, size_t keep)
 	in->len -= keep;
 	in->base += keep;
 	if (in->len > MAX_DOC_BYTES) {
-		m->line++;	/* the one being parsed */
+		m->cur.line++;	/* the one being parsed */
 		return bad(m, "a document is larger than 512 MiB");
 	}
 	if (in->cap - in->len < READ_CHUNK) {
@@ -97,13 +97,13 @@ static int fill(struct merge *m, struct input *in, size_t keep)
 	}
 	got = fread(in->buf + in->len, 1, in->cap - in->len, in->f);
 	if (!got && ferror(in->f)) {
-		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->path, strerror(errno));
+		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->cur.path, strerror(errno));
 		return -EIO;
 	}
 	in->eof = !got;
 	nul = memchr(in->buf + in->len, 0, got);
 	if (nul) {
-		m->line = 0;	/* named by its byte: it may lie between documents */
+		m->cur.line = 0;	/* named by its byte: it may lie between documents */
 		return bad(m, "holds a NUL byte at byte %" PRIu64,
 			   in->base + (uint64_t)(nul - in->buf));
 	}
@@ -141,7 +141,7 @@ static int parse_doc(struct merge *m, json_tokener *tok, struct input *in, size_
 				*end = fed + pe;
 				return 0;
 			}
-			m->line++;
+			m->cur.line++;
 			if (je == json_tokener_success)	/* "null": JSON, but nothing */
 				return bad(m, "a document is not a JSON object (null)");
 			return bad(m, "not JSON at byte %" PRIu64 " (json-c: %s)", in->base + fed + pe,
@@ -187,13 +187,13 @@ static int read_input(struct merge *m, struct input *in)
 			break;
 		big = big_number(in->buf + off, end - off, &key, &klen);
 		if (!json_object_is_type(doc, json_type_object)) {
-			m->line++;
+			m->cur.line++;
 			err = bad(m, "a document is not a JSON object");
 		} else if (big < end - off) {
 			const char *v = in->buf + off + big;
 			size_t n = strspn(v, "0123456789");
 
-			m->line++;
+			m->cur.line++;
 			err = bad(m, "\"%.*s\": %.*s%s is past 2^64-1, more than lathist ever counts",
 				  (int)(klen > 40 ? 40 : klen), key, (int)(n > 40 ? 40 : n), v,
 				  n > 40 ? "..." : "");
@@ -204,8 +204,8 @@ static int read_input(struct merge *m, struct input *in)
 		json_object_put(doc);
 	}
 	json_tokener_free(tok);
-	if (!err && !m->line) {
-		m->line = 1;
+	if (!err && !m->cur.line) {
+		m->cur.line = 1;
 		err = bad(m, "holds no document");
 	}
 	return err;
@@ -224,11 +224,11 @@ int merge_read_file(struct merge *m, const char *path)
 	struct input in = { 0 };
 	int err;
 
-	m->path = strcmp(path, "-") ? path : "standard input";
-	m->line = 0;
+	m->cur.path = strcmp(path, "-") ? path : "standard input";
+	m->cur.line = 0;
 	in.f = strcmp(path, "-") ? fopen(path, "r") : stdin;
 	if (!in.f) {
-		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->path, strerror(errno));
+		fprintf(stderr, "lathist report: cannot read %s: %s\n", m->cur.path, strerror(errno));
 		return -EIO;
 	}
 	err = read_input(m, &in);

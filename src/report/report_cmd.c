@@ -68,14 +68,14 @@ struct run_span {
  */
 static bool concurrent(const struct merge *m, bool heatmap)
 {
-	struct run_span *r = malloc((m->nparts ? m->nparts : 1) * sizeof(*r));
+	struct run_span *r = malloc((m->idx.n ? m->idx.n : 1) * sizeof(*r));
 	size_t n = 0;
 	bool bad = false;
 
 	if (!r)
 		return false;
-	for (size_t i = 0; i < m->nparts; i++) {
-		const struct lh_part *p = &m->parts[i];
+	for (size_t i = 0; i < m->idx.n; i++) {
+		const struct lh_part *p = &m->idx.parts[i];
 		size_t k = 0;
 
 		while (k < n && (strcmp(r[k].run_id, p->run_id) || !p->run_id[0]))
@@ -115,7 +115,7 @@ static bool concurrent(const struct merge *m, bool heatmap)
 
 int lh_report_parse_buffer(const char *buf, size_t len)
 {
-	struct merge m = { .path = "input" };
+	struct merge m = { .cur.path = "input" };
 	FILE *devnull = fopen("/dev/null", "w");
 	int err;
 
@@ -418,8 +418,8 @@ static int merge_inputs(struct merge *m, char **argv, int first, int last,
 		}
 	}
 	merge_context_finish(m);
-	m->r.meta.parts = m->parts;
-	m->r.meta.nparts = m->nparts;
+	m->r.meta.parts = m->idx.parts;
+	m->r.meta.nparts = m->idx.n;
 	m->r.meta.anonymized = m->anonymized;
 	snprintf(m->r.meta.host, sizeof(m->r.meta.host), "%s", m->host);
 	snprintf(m->r.meta.kernel, sizeof(m->r.meta.kernel), "%s", m->kernel);
@@ -434,7 +434,7 @@ static int merge_inputs(struct merge *m, char **argv, int first, int last,
 /* --diff A B: each side merged on its own, then side by side. An exit status. */
 static int report_diff(char **argv, const struct report_opts *ro)
 {
-	struct merge a = { .ctx_quiet = true }, b = { .ctx_quiet = true };
+	struct merge a = { .ctx.quiet = true }, b = { .ctx.quiet = true };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -521,8 +521,8 @@ int report_main(int argc, char **argv)
 		}
 		lh_anon_report(&anon, &m.r);
 		lh_anon_meta(&anon, &m.r.meta);	/* -p and -t values are ids too */
-		for (size_t i = 0; i < m.nparts; i++)
-			lh_anon_host(&anon, m.parts[i].host, sizeof(m.parts[i].host));
+		for (size_t i = 0; i < m.idx.n; i++)
+			lh_anon_host(&anon, m.idx.parts[i].host, sizeof(m.idx.parts[i].host));
 	}
 	if (lh_emit(&m.r, &c))
 		rc = LH_EXIT_RUNTIME;
