@@ -28,7 +28,7 @@ TOOLS := runq bio
 # src/: the core (dispatch, options, session, registry, BPF helpers, counters,
 # records, perf events, doctor); src/report/: the report model, its merge and
 # renderers; src/tools/: one loader per tool
-CORE_SRCS := cli.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c recline.c pmu.c \
+CORE_SRCS := cli.c target.c file_opts.c metrics_opts.c test_hooks.c util.c session.c tool.c registry.c bpfcommon.c counters.c recorder.c recline.c pmu.c \
 	cgroup.c doctor.c context.c
 REPORT_SRCS := hist.c report.c fold.c outbuf.c render_text.c text_rank.c text_losses.c render_json.c render_csv.c render_openmetrics.c \
 	report_cmd.c merge_read.c merge_doc.c merge_parts.c merge_context.c heatmap.c anonymize.c \

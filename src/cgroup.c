@@ -26,6 +26,7 @@
 #include "cgroup_path.h"
 #include "cli.h"
 #include "report.h"
+#include "target.h"
 
 #define FILEID_KERNFS 0xfe	/* include/linux/exportfs.h */
 

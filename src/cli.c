@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <unistd.h>
-#include <linux/magic.h>
 #include "anonymize.h"
 #include "cli.h"
 #include "registry.h"
-#include "hist_slot.h"
 #include "util.h"
+#include "file_opts.h"
+#include "target.h"
 
 const char lh_common_help[] =
 	"Run and output:\n"
@@ -118,103 +114,6 @@ int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded)
 	while (*bytes < want)
 		*bytes <<= 1;
 	*rounded = *bytes != want;
-	return 0;
-}
-
-long lh_tgid_of(uint32_t id)
-{
-	char path[64], line[256];
-	long tgid = -ESRCH;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", id);
-	f = fopen(path, "r");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
-}
-
-int lh_cgroup2_mount(char *mnt, size_t len)
-{
-	char dev[256], dir[4096], type[64];
-	int found = -ENOENT;
-	FILE *f = fopen("/proc/self/mounts", "r");
-
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3) {
-		if (!strcmp(type, "cgroup2")) {
-			snprintf(mnt, len, "%s", dir);
-			found = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-int lh_check_per_cgroup(const char *tool)
-{
-	char mnt[4096];
-
-	if (!lh_cgroup2_mount(mnt, sizeof(mnt)))
-		return 0;
-	lh_usage_error(tool, "--per-cgroup: no cgroup v2 file system is mounted, which names "
-		       "the cgroups; mount one (mount -t cgroup2 none /sys/fs/cgroup/unified)");
-	return -EINVAL;
-}
-
-int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id)
-{
-	struct statfs sfs;
-	struct stat st;
-	char mnt[4096];
-
-	if (path[0] == '/') {
-		/* an absolute path that is no file, or the file system's root (/, //, /.),
-		 * is a cgroup's path under the mount, as /proc/PID/cgroup and
-		 * --per-cgroup's labels write it (/system.slice, / for the root) */
-		char *real = realpath(path, NULL);
-		bool fs_root = real && !strcmp(real, "/"), none = !real && errno == ENOENT;
-
-		free(real);
-		if (fs_root || none) {
-			if (lh_cgroup2_mount(mnt, sizeof(mnt)))
-				return none ? -ENOENT : -EMEDIUMTYPE;
-			/* a missing folder under the mount is named as given, not twice */
-			snprintf(resolved, len, "%s%s", lh_path_under(path, mnt) ? "" : mnt, path);
-		} else {
-			snprintf(resolved, len, "%s", path);
-		}
-	} else {
-		if (lh_cgroup2_mount(mnt, sizeof(mnt)))
-			return -EMEDIUMTYPE;
-		snprintf(resolved, len, "%s/%s", mnt, path);
-	}
-	{
-		/* recorded as the folder it is: a symlink, .. or a trailing / would name
-		 * one cgroup two ways (or another one: nctest/..) */
-		char *real = realpath(resolved, NULL);
-
-		if (!real)
-			return -errno;
-		snprintf(resolved, len, "%s", real);
-		free(real);
-	}
-	if (stat(resolved, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (statfs(resolved, &sfs))
-		return -errno;
-	if (sfs.f_type != CGROUP2_SUPER_MAGIC)
-		return -EMEDIUMTYPE;
-	/* on 64-bit kernels a cgroup v2 inode number is its kernfs id (fs/kernfs) */
-	*id = st.st_ino;
 	return 0;
 }
 
@@ -325,132 +224,6 @@ static int opt_cgroup(struct lh_common_opts *o, const char *arg, const char *too
 	return -EINVAL;
 }
 
-/* An output path lh_output_check found too long (-ENAMETOOLONG): the path, its
- * name, or a folder's name in it. The path comes last: a message is cut at
- * 1 KiB, and the reason must not be what is cut. */
-static void name_too_long(const char *tool, const char *opt, const char *arg, bool atomic)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(arg, '/');
-	size_t extra = atomic ? lh_tmp_name_extra() + 2 : 0;
-
-	if (strlen(arg) + extra >= PATH_MAX) {
-		if (atomic)
-			lh_usage_error(tool, "%s: the path is %zu bytes (%zu with its temporary "
-				       "name), over the %d of PATH_MAX; give a shorter one", opt,
-				       strlen(arg), strlen(arg) + extra, PATH_MAX - 1);
-		else
-			lh_usage_error(tool, "%s: the path is %zu bytes, over the %d of PATH_MAX; "
-				       "give a shorter one", opt, strlen(arg), PATH_MAX - 1);
-		return;
-	}
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - arg) + 1 : 1,
-		 slash ? arg : ".");
-	if (lh_output_name_len(arg) > lh_output_name_max(dir, atomic))
-		lh_usage_error(tool, "%s: its file name is %zu bytes, over the %zu its folder "
-			       "takes%s; give a shorter one than '%s'", opt, lh_output_name_len(arg),
-			       lh_output_name_max(dir, atomic), atomic ? " (it is written under a "
-			       "longer temporary name first)" : "", arg);
-	else
-		lh_usage_error(tool, "%s: a folder in '%s' has a name longer than its file system "
-			       "takes; give another path", opt, arg);
-}
-
-/* An output path ending in '/' (lh_output_check's -EISDIR for it): a folder's name. */
-static void ends_in_slash(const char *tool, const char *opt, const char *arg)
-{
-	lh_usage_error(tool, "%s '%s': ends in '/', which names a folder; give a file name", opt,
-		       arg);
-}
-
-/* Why output arg of option opt cannot be written (err: lh_output_check's), in
- * one line: "OPT 'ARG': cannot be written (why); give WHAT in a writable folder"
- * or the reason's own words. */
-static void say_file_error(const char *tool, const char *opt, const char *arg, int err,
-			   const char *what, bool atomic)
-{
-	if (err == -EMLINK)
-		lh_usage_error(tool, "%s '%s': has other hard links, whose content would change "
-			       "too; give a file with one name", opt, arg);
-	else if (err == -ENAMETOOLONG)
-		name_too_long(tool, opt, arg, atomic);
-	else if (err == -EISDIR && arg[strlen(arg) - 1] == '/')
-		ends_in_slash(tool, opt, arg);
-	else if (err == -EPERM)
-		lh_usage_error(tool, "%s '%s': is immutable or append-only (chattr +i or +a): it "
-			       "cannot be written; give another file, or clear the flag (chattr -i, "
-			       "-a)", opt, arg);
-	else
-		lh_usage_error(tool, "%s '%s': cannot be written (%s); give %s in a writable "
-			       "folder", opt, arg, err == -ELOOP ? "a symbolic link" :
-			       err == -EINVAL ? "not a regular file" : strerror(-err), what);
-}
-
-static int opt_output(struct lh_common_opts *o, const char *arg, const char *tool)
-{
-	int err;
-
-	if (!strcmp(arg, "-")) {	/* the usual name for standard output */
-		o->output = NULL;
-		return 0;
-	}
-	if (!arg[0]) {
-		lh_usage_error(tool, "-o '': empty; give a file path, or - for standard output");
-		return -EINVAL;
-	}
-	err = lh_output_check(arg, true);
-	if (!err) {
-		o->output = arg;
-		return 0;
-	}
-	if (err == -ELOOP)
-		lh_usage_error(tool, "-o '%s': is a symbolic link; lathist never writes through "
-			       "one, give the real path", arg);
-	else if (err == -EINVAL)
-		lh_usage_error(tool, "-o '%s': is not a regular file (a device, FIFO or socket); "
-			       "give a file path, or - for standard output", arg);
-	else if (err == -EROFS)
-		lh_usage_error(tool, "-o '%s': its folder takes no new file (read-only, or /proc or "
-			       "/sys); give a file in a writable folder", arg);
-	else
-		say_file_error(tool, "-o", arg, err, "a file", true);
-	return -EINVAL;
-}
-
-/*
- * A file lathist streams into as it runs (--events, --series): given once, and
- * writable later (see lh_output_check); "-" is stdout where dash_ok.
- */
-static int stream_file(const char **path, const char *opt, const char *arg, bool dash_ok,
-		       const char *tool)
-{
-	if (*path) {
-		lh_usage_error(tool, "%s given twice; give one file", opt);
-		return -EINVAL;
-	}
-	if (!arg[0]) {	/* as -o '' says it */
-		lh_usage_error(tool, "%s '': empty; give a file path%s", opt,
-			       dash_ok ? ", or - for standard output" : "");
-		return -EINVAL;
-	}
-	if (!(dash_ok && !strcmp(arg, "-")) &&
-	    lh_check_file_opt(opt, arg, "a regular file", false, tool))
-		return -EINVAL;
-	*path = arg;
-	return 0;
-}
-
-int lh_check_file_opt(const char *opt, const char *arg, const char *what, bool atomic,
-		      const char *tool)
-{
-	int err = lh_output_check(arg, atomic);
-
-	if (!err)
-		return 0;
-	say_file_error(tool, opt, arg, err, what, atomic);
-	return -EINVAL;
-}
-
 /*
  * The one-value options with no check of their own (-d, -i, -u, -f, -o,
  * --precision, --max-keys): a second one is refused, never silently taken
@@ -480,167 +253,6 @@ int lh_opt_once(unsigned int *seen, unsigned int bit, const char *name, const ch
 	}
 	*seen |= bit;
 	return 0;
-}
-
-/*
- * --buckets MIN..MAX (durations; the slot bounds from MIN up to the first at or
- * over MAX) or B1,B2,... (each a slot bound, checked against the slot scheme by
- * lh_common_finish). 0, or -EINVAL after the message.
- */
-static int opt_buckets(struct lh_common_opts *o, const char *arg, const char *tool)
-{
-	const char *dots = strstr(arg, "..");
-	char *copy, *save = NULL, *w;
-	int err = 0;
-
-	if (o->buckets_set) {
-		lh_usage_error(tool, "--buckets given twice; give one range or list");
-		return -EINVAL;
-	}
-	o->buckets_set = true;
-	if (dots) {
-		char min[64];
-		size_t n = (size_t)(dots - arg);
-
-		/* a MIN too long for min is no duration: not cut to one */
-		snprintf(min, sizeof(min), "%.*s", (int)(n < sizeof(min) ? n : sizeof(min) - 1), arg);
-		if (n >= sizeof(min) || lh_parse_duration(min, true, &o->le_min_ns) ||
-		    lh_parse_duration(dots + 2, false, &o->le_max_ns) || o->le_max_ns < o->le_min_ns) {
-			lh_usage_error(tool, "--buckets '%s': not a range; give MIN..MAX durations, "
-				       "e.g. 1us..1m, or slot bounds, e.g. 256us,1024us", arg);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (!(copy = strdup(arg)))
-		return -ENOMEM;
-	/* "1ms,,4ms" and ",1ms" are no list of bounds ("" is refused below) */
-	if (*arg && lh_list_has_empty(arg))
-		err = -EINVAL;
-	for (w = strtok_r(copy, ",", &save); w && !err; w = strtok_r(NULL, ",", &save)) {
-		uint64_t b;
-
-		if (lh_parse_duration(w, false, &b) || o->nle == LH_MAX_LE ||
-		    (o->nle && b <= o->le_ns[o->nle - 1]))
-			err = -EINVAL;
-		else
-			o->le_ns[o->nle++] = b;
-	}
-	free(copy);
-	if (err || !o->nle) {
-		lh_usage_error(tool, "--buckets '%s': not a list of bounds; give up to %d "
-			       "ascending slot bounds, e.g. 256us,1024us, or a range MIN..MAX",
-			       arg, LH_MAX_LE);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Label names lathist's own series use (and le): --label cannot take them. */
-static bool reserved_label(const char *name)
-{
-	static const char *const names[] = {
-		"le", "quantile", "class", "kind", "stage", "lathist_run", "version", "kernel",
-		"clock", "grouping", "unit", "precision",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return true;
-	for (int i = 0; i < LH_MAX_KEY_FIELDS; i++)
-		if (!strcmp(name, lh_key_field_names[i]))
-			return true;
-	return !strncmp(name, "attach_", 7) || !strncmp(name, "filter_", 7) ||
-	       !strncmp(name, "__", 2);
-}
-
-/* --label KEY=VALUE: KEY a Prometheus label name lathist does not use. */
-static int opt_label(struct lh_common_opts *o, const char *arg, const char *tool)
-{
-	const char *eq = strchr(arg, '=');
-	size_t n = eq ? (size_t)(eq - arg) : 0;
-	char name[64];
-	long bad;
-
-	if (o->nlabels == LH_MAX_LABELS - 1) {
-		lh_usage_error(tool, "--label: at most %d labels; give fewer", LH_MAX_LABELS - 1);
-		return -EINVAL;
-	}
-	if (!eq || !n || n >= sizeof(name) || strlen(eq + 1) >= sizeof(o->labels[0].value) ||
-	    strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != n ||
-	    (arg[0] >= '0' && arg[0] <= '9')) {
-		lh_usage_error(tool, "--label '%s': give NAME=VALUE, NAME of letters, digits and _ "
-			       "(not first a digit, at most 63), VALUE at most 255 bytes", arg);
-		return -EINVAL;
-	}
-	snprintf(name, sizeof(name), "%.*s", (int)n, arg);
-	if (!eq[1]) {	/* Prometheus: a label with an empty value is no label */
-		lh_usage_error(tool, "--label %s=: an empty value, which Prometheus takes as no "
-			       "label; give a value, or leave --label %s out", name, name);
-		return -EINVAL;
-	}
-	if ((bad = lh_bad_text_byte(eq + 1)) >= 0) {	/* the value is not echoed: it may hold a newline */
-		lh_usage_error(tool, "--label %s: its value has byte 0x%02x at %ld, which is not "
-			       "printable UTF-8; give printable text", name,
-			       (unsigned char)eq[1 + bad], bad);
-		return -EINVAL;
-	}
-	if (reserved_label(name)) {
-		lh_usage_error(tool, "--label '%s': %s %s; give another name", arg, name,
-			       !strncmp(name, "__", 2) ? "begins with __, which Prometheus keeps for "
-			       "its own labels" : "is a label lathist sets itself");
-		return -EINVAL;
-	}
-	for (int i = 0; i < o->nlabels; i++)
-		if (!strcmp(o->labels[i].name, name)) {
-			lh_usage_error(tool, "--label '%s': label %s given twice; give each label once",
-				       arg, name);
-			return -EINVAL;
-		}
-	snprintf(o->labels[o->nlabels].name, sizeof(o->labels[0].name), "%s", name);
-	snprintf(o->labels[o->nlabels].value, sizeof(o->labels[0].value), "%s", eq + 1);
-	o->nlabels++;
-	return 0;
-}
-
-void lh_om_for(const struct lh_common_opts *c, const struct lh_meta *m, bool strict,
-	       struct lh_om_opts *o, struct lh_label labels[LH_MAX_LABELS])
-{
-	struct lh_label *run = &labels[c->nlabels];
-	size_t n;
-
-	memset(o, 0, sizeof(*o));
-	o->strict = strict;
-	o->le_min_ns = c->le_min_ns;
-	o->le_max_ns = c->le_max_ns;
-	o->le_ns = c->le_ns;
-	o->nle = c->nle;
-	memcpy(labels, c->labels, (size_t)c->nlabels * sizeof(*labels));
-	/* tells this run's series from another's in one textfile folder */
-	snprintf(run->name, sizeof(run->name), "lathist_run");
-	n = (size_t)snprintf(run->value, sizeof(run->value), "%s", m->grouping ? m->grouping : "");
-	for (int i = 0; i < m->nfilters && n < sizeof(run->value); i++)
-		n += (size_t)snprintf(run->value + n, sizeof(run->value) - n, ",%s=%s",
-				      m->filters[i].name, m->filters[i].value);
-	o->labels = labels;
-	o->nlabels = c->nlabels + 1;
-}
-
-int lh_buckets_usable(const struct lh_common_opts *c, const struct lh_scheme *s,
-		      const char *tool)
-{
-	struct lh_om_opts o = { .le_ns = c->le_ns, .nle = c->nle };
-	uint64_t bad, below, above;
-	char b[3][32];
-
-	if (!lh_buckets_check(&o, s, &bad, &below, &above))
-		return 0;
-	lh_usage_error(tool, "--buckets: %s is not a bound of the histogram slots (the bounds "
-		       "around it: %s and %s); give slot bounds (-u and --precision set them), or "
-		       "a range MIN..MAX", lh_duration_str(bad, b[0], sizeof(b[0])),
-		       below ? lh_duration_str(below, b[1], sizeof(b[1])) : "none",
-		       above ? lh_duration_str(above, b[2], sizeof(b[2])) : "none");
-	return -EINVAL;
 }
 
 /*
@@ -711,7 +323,7 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		}
 		return 0;
 	case 'o':
-		return opt_output(o, arg, tool);
+		return lh_output_opt(&o->output, arg, tool);
 	case LH_OPT_ATTACH:
 		if (o->attach_set) {
 			lh_usage_error(tool, "--attach given twice; give one type");
@@ -796,23 +408,23 @@ int lh_common_opt(struct lh_common_opts *o, int opt, const char *arg, const char
 		o->ringbuf_set = true;
 		return 0;
 	case LH_OPT_EVENTS:
-		return stream_file(&o->events_path, "--events", arg, true, tool);
+		return lh_stream_opt(&o->events_path, "--events", arg, true, tool);
 	case LH_OPT_ANONYMIZE:
 		if (lh_anon_check_env(tool))
 			return -EINVAL;
 		o->anonymize = true;
 		return 0;
 	case LH_OPT_BUCKETS:
-		return opt_buckets(o, arg, tool);
+		return lh_opt_buckets(o, arg, tool);
 	case LH_OPT_LABEL:
-		return opt_label(o, arg, tool);
+		return lh_opt_label(o, arg, tool);
 	case LH_OPT_SERIES:
 		if (!strcmp(arg, "-")) {
 			lh_usage_error(tool, "--series '-': give a file (on stdout, -f json with -i "
 				       "already writes one line per interval)");
 			return -EINVAL;
 		}
-		return stream_file(&o->series_path, "--series", arg, false, tool);
+		return lh_stream_opt(&o->series_path, "--series", arg, false, tool);
 	default:
 		return 1;
 	}
@@ -839,107 +451,6 @@ int lh_attach_parse(const char *s, enum lh_attach_mode *t)
 		}
 	}
 	return -EINVAL;
-}
-
-bool lh_same_file(const char *a, const char *b)
-{
-	char *ca = strdup(a), *cb = strdup(b), *da = NULL, *db = NULL;
-	struct stat x, y;
-	bool same;
-
-	if (!stat(a, &x) && !stat(b, &y))
-		same = x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-	else if (!ca || !cb || !(da = strdup(a)) || !(db = strdup(b)))
-		same = !strcmp(a, b);
-	else	/* the folders by inode, as a bind mount shows one under two paths */
-		same = !stat(dirname(da), &x) && !stat(dirname(db), &y) &&
-		       x.st_dev == y.st_dev && x.st_ino == y.st_ino &&
-		       !strcmp(basename(ca), basename(cb));
-	free(ca);
-	free(cb);
-	free(da);
-	free(db);
-	return same;
-}
-
-bool lh_in_init_pidns(void)
-{
-	char link[64];
-	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
-
-	if (n <= 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "pid:[4026531836]");
-}
-
-int lh_check_pidns(const char *tool, const char *uses_ids)
-{
-	if (!uses_ids || lh_in_init_pidns())
-		return 0;
-	lh_usage_error(tool, "%s: lathist runs in a PID namespace of its own (a container), "
-		       "and BPF sees the host's pids, not this namespace's; run it in the host's "
-		       "(nsenter -t 1 -p, docker run --pid=host), or leave out what takes or shows "
-		       "pids", uses_ids);
-	return -EINVAL;
-}
-
-/*
- * Test and bench hooks, out of the option surface: $LATHIST_TEST, words
- * separated by spaces — reject=TYPE[,TYPE] (that attach type's load fails as
- * a verifier rejection would), no-sweep (the sweeps act as refused),
- * no-atomics (BPF atomics act as refused), no-batch (keyed maps read key by
- * key, as on a kernel without batch map operations), batch-count=N (N
- * elements per batch read, which grows where a hash bucket holds more),
- * consumer-delay-us=N (sleep per record read), kernel-wakeup (the kernel's
- * own ring buffer wakeups). An unknown word is a usage error.
- */
-static int test_hooks(struct lh_common_opts *o, const char *tool)
-{
-	const char *env = getenv("LATHIST_TEST");
-	char *list, *save = NULL, *w;
-	int err = 0;
-
-	if (!env || !*env)
-		return 0;
-	if (!(list = strdup(env)))
-		return -ENOMEM;
-	for (w = strtok_r(list, " ", &save); w && !err; w = strtok_r(NULL, " ", &save)) {
-		if (!strcmp(w, "no-sweep")) {
-			o->test_no_sweep = true;
-		} else if (!strcmp(w, "no-atomics")) {
-			o->test_no_atomics = true;
-		} else if (!strcmp(w, "no-batch")) {
-			o->test_no_batch = true;
-		} else if (!strncmp(w, "batch-count=", 12)) {
-			if (lh_parse_u32(w + 12, 1, 65536, &o->test_batch_count))
-				err = -EINVAL;
-		} else if (!strcmp(w, "kernel-wakeup")) {
-			o->kernel_wakeup = true;
-		} else if (!strncmp(w, "consumer-delay-us=", 18)) {
-			if (lh_parse_u32(w + 18, 0, 1000000, &o->consumer_delay_us))
-				err = -EINVAL;
-		} else if (!strncmp(w, "reject=", 7)) {
-			char *save2 = NULL;
-			enum lh_attach_mode t;
-
-			for (char *a = strtok_r(w + 7, ",", &save2); a && !err;
-			     a = strtok_r(NULL, ",", &save2)) {
-				if (lh_attach_parse(a, &t))
-					err = -EINVAL;
-				else
-					o->test_reject |= 1U << t;
-			}
-		} else {
-			err = -EINVAL;
-		}
-		if (err)
-			lh_usage_error(tool, "LATHIST_TEST: '%s' is not a test hook; give reject=TYPES, "
-				       "no-sweep, no-atomics, no-batch, batch-count=N, "
-				       "consumer-delay-us=N or kernel-wakeup (or unset it)", w);
-	}
-	free(list);
-	return err;
 }
 
 int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char *arg,
@@ -1008,7 +519,7 @@ int lh_common_finish(struct lh_common_opts *o, const char *tool)
 {
 	struct lh_scheme scheme = { .precision = o->precision, .unit_ns = o->unit_ns };
 
-	if (test_hooks(o, tool))
+	if (lh_test_hooks(o, tool))
 		return -EINVAL;
 	if (lh_text_only(o->text_given, o->format, tool))
 		return -EINVAL;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Options every tracing verb shares (-i -d -u -o -f -v -p --cgroup
- * --precision --attach --max-keys), parsed once here.
+ * --precision --attach --max-keys), parsed once here (cli.c; the metric options
+ * in metrics_opts.c, the test hooks in test_hooks.c; file options: file_opts.h;
+ * who is traced: target.h).
  */
 #ifndef LATHIST_CLI_H
 #define LATHIST_CLI_H
@@ -152,14 +154,6 @@ int lh_text_grouped(unsigned int given, bool grouped, const char *fix, const cha
  */
 int lh_parse_ringbuf_size(const char *s, uint64_t *bytes, bool *rounded);
 
-/*
- * Check a file option (see lh_output_check; atomic: written through a
- * temporary name) and, when it cannot be written, say "OPT 'ARG': cannot be
- * written (why); give WHAT in a writable folder".
- * 0 or -EINVAL after the message.
- */
-int lh_check_file_opt(const char *opt, const char *arg, const char *what, bool atomic,
-		      const char *tool);
 
 /*
  * The exposition options of c for a report of meta m: c's buckets and
@@ -184,10 +178,12 @@ const char *lh_attach_name(enum lh_attach_mode t);
 /* The type named s (not "auto") into *t; -EINVAL when s names none. */
 int lh_attach_parse(const char *s, enum lh_attach_mode *t);
 
-/* Do two paths name one file: the same existing inode, or (a file not created
- * yet) the same name in the same folder, the folders compared by inode (a
- * symlink, `..` or a bind mount spells one folder two ways)? */
-bool lh_same_file(const char *a, const char *b);
+
+/* cli.c's parts (metrics_opts.c, test_hooks.c): --buckets and --label into o, and
+ * $LATHIST_TEST's hooks; 0, or -EINVAL (-ENOMEM) after the message. */
+int lh_opt_buckets(struct lh_common_opts *o, const char *arg, const char *tool);
+int lh_opt_label(struct lh_common_opts *o, const char *arg, const char *tool);
+int lh_test_hooks(struct lh_common_opts *o, const char *tool);
 
 /* Checks across options once all are parsed (e.g. -i within -d); -EINVAL after printing. */
 int lh_common_finish(struct lh_common_opts *o, const char *tool);
@@ -199,35 +195,7 @@ void lh_usage_error(const char *tool, const char *fmt, ...) __attribute__((forma
  * time (marked), else "NAME given twice" as a usage error naming tool, -EINVAL. */
 int lh_opt_once(unsigned int *seen, unsigned int bit, const char *name, const char *tool);
 
-/* Does this process run in the initial PID namespace, whose ids BPF reads?
- * (/proc/self/ns/pid of init_pid_ns is pid:[4026531836], PROC_PID_INIT_INO,
- * include/linux/proc_ns.h.) */
-bool lh_in_init_pidns(void);
 
-/* uses_ids: the first option given that takes or shows pids (NULL: none).
- * Outside the initial PID namespace those would be the host's, not the
- * caller's: a one-line usage error naming it, and -EINVAL. */
-int lh_check_pidns(const char *tool, const char *uses_ids);
-
-/* Process (tgid) of a task id from /proc/ID/status, or -ESRCH. */
-long lh_tgid_of(uint32_t id);
-
-/* Where cgroup2 is mounted (first in /proc/self/mounts); -ENOENT when nowhere. */
-int lh_cgroup2_mount(char *mnt, size_t len);
-
-/* --per-cgroup needs a cgroup2 mount to name cgroups: 0, or -EINVAL after a
- * one-line usage error saying how to mount one. */
-int lh_check_per_cgroup(const char *tool);
-
-/*
- * Resolve a cgroup v2 path to its id (the folder's inode number, as
- * bpf_get_current_cgroup_id gives it): a folder's absolute path, a path relative
- * to the cgroup2 mount, or an absolute path that is no file, which is read under
- * the mount (the form of /proc/PID/cgroup: /system.slice; / is the root).
- * resolved: the folder's real path. Returns 0, -EMEDIUMTYPE (not cgroup2, or /
- * with no cgroup2 mount), -ENOTDIR or another -errno.
- */
-int lh_cgroup_id(const char *path, char *resolved, size_t len, uint64_t *id);
 
 /* The text shared by every verb's -h for the common options. */
 extern const char lh_common_help[];

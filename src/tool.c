@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "tool.h"
 #include "util.h"
+#include "target.h"
 
 #define LH_MIN_NOFILE 64
 

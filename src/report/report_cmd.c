@@ -23,6 +23,7 @@
 #include "session.h"
 #include "tool.h"
 #include "util.h"
+#include "file_opts.h"
 
 #define TOOL "report"
 

@@ -28,6 +28,7 @@
 #include "util.h"
 #include "cgroup.h"
 #include "context.h"
+#include "target.h"
 
 #define TOOL "bio"
 

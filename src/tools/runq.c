@@ -28,6 +28,7 @@
 #include "registry.h"
 #include "util.h"
 #include "cgroup.h"
+#include "target.h"
 
 #define TOOL "runq"
 
