@@ -24,6 +24,7 @@
 #include "pmu_user.h"
 #include "registry.h"
 #include "tool.h"
+#include "verbs.h"
 
 #define TOOL "doctor"
 

@@ -10,6 +10,7 @@
 #include "registry.h"
 #include "tool.h"
 #include "version.h"
+#include "verbs.h"
 
 /* The verbs that are not tracing tools (those come from the registry). */
 static const struct {

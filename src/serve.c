@@ -32,6 +32,7 @@
 #include "session.h"
 #include "tool.h"
 #include "util.h"
+#include "verbs.h"
 #ifndef LH_NO_SERVE
 #include <microhttpd.h>
 #endif

@@ -24,16 +24,6 @@ void lh_emit_end(const char *who, const struct lh_common_opts *o);
  * does; a failure is one line naming who ("report"). 0 or negative errno. */
 int lh_emit_bytes(const char *who, const char *output, const char *buf, size_t len);
 
-/* lathist report (src/report/report_cmd.c): the verb, and its reader alone for the
- * fuzz target: parse and merge every document in buf, render each format to
- * /dev/null; 0 or a negative errno (bad input said on stderr). */
-int report_main(int argc, char **argv);
-/* lathist doctor (src/doctor.c): what can run here, read-only. */
-int doctor_main(int argc, char **argv);
-/* lathist serve (src/serve.c): the tools served to Prometheus. */
-int serve_main(int argc, char **argv);
-int lh_report_parse_buffer(const char *buf, size_t len);
-
 /* Set by main when the process started with standard output closed. */
 extern bool lh_stdout_closed;
 /* Set when a write to standard output (a report, records) found the pipe closed

@@ -24,6 +24,7 @@
 #include "tool.h"
 #include "util.h"
 #include "file_opts.h"
+#include "verbs.h"
 
 #define TOOL "report"
 
