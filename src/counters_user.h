@@ -9,9 +9,6 @@
 #include <stdio.h>
 #include "counters.h"
 
-/* A tool as a bit (doctor's and the registry's masks of tools). */
-enum lh_tool_bit { LH_TOOL_RUNQ = 1, LH_TOOL_BIO = 2, LH_TOOL_ALL = 3 };
-
 /* Which histograms a loss class may have kept an event from (bit mask). */
 enum lh_scope {
 	LH_SCOPE_EVENTS = 1,	/* waits (runq wakeup, preempt) and requests (bio) */

@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 #include "bpfcommon.h"
 #include "cli.h"
+#include "doctor.h"
 #include "pmu_user.h"
 #include "registry.h"
 #include "tool.h"
@@ -28,18 +29,19 @@
 
 #define TOOL "doctor"
 
-enum status { ST_OK, ST_INFO, ST_MISSING, ST_DENIED };
 static const char *const status_names[] = { "ok", "info", "missing", "denied" };
 
-struct doctor {
+#define ALL_TOOLS (~0U)
+
+struct lh_doctor {
 	bool json;
 	json_object *checks;
-	unsigned int cannot;		/* lh_tool_bit of each registry tool that cannot run */
+	unsigned int cannot;		/* bit k: lh_tools[k] cannot run */
 	bool privileged;		/* enough capabilities to load and probe */
 };
 
-/* One check: its status, what was found, and (when not ok) what follows and the fix. */
-static void say(struct doctor *d, const char *name, enum status st, const char *fmt, ...)
+void lh_doctor_say(struct lh_doctor *d, const char *name, enum lh_check_status st,
+		   const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -59,6 +61,18 @@ static void say(struct doctor *d, const char *name, enum status st, const char *
 	printf("%-8s %-24s %s\n", status_names[st], name, msg);
 }
 
+bool lh_doctor_privileged(const struct lh_doctor *d)
+{
+	return d->privileged;
+}
+
+void lh_doctor_cannot(struct lh_doctor *d, const struct lh_tool_desc *t)
+{
+	for (int k = 0; lh_tools[k]; k++)
+		if (lh_tools[k] == t)
+			d->cannot |= 1U << k;
+}
+
 static long read_long(const char *path, long dflt)
 {
 	FILE *f = fopen(path, "r");
@@ -72,42 +86,42 @@ static long read_long(const char *path, long dflt)
 	return v;
 }
 
-static void check_caps(struct doctor *d)
+static void check_caps(struct lh_doctor *d)
 {
 	struct lh_caps c;
 	char msg[256];
 	int err = lh_read_caps(&c);
 
 	if (err) {
-		say(d, "capabilities", ST_DENIED, "cannot read them: %s", strerror(-err));
-		d->cannot = LH_TOOL_ALL;
+		lh_doctor_say(d, "capabilities", LH_CHECK_DENIED, "cannot read them: %s", strerror(-err));
+		d->cannot = ALL_TOOLS;
 		return;
 	}
 	d->privileged = !lh_caps_verdict(&c, msg, sizeof(msg));
 	if (!d->privileged) {
-		say(d, "capabilities", ST_DENIED, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s: "
+		lh_doctor_say(d, "capabilities", LH_CHECK_DENIED, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s: "
 		    "lathist %s", c.bpf ? "yes" : "no", c.perfmon ? "yes" : "no",
 		    c.admin ? "yes" : "no", msg);
-		d->cannot = LH_TOOL_ALL;
+		d->cannot = ALL_TOOLS;
 	} else {
-		say(d, "capabilities", ST_OK, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s",
+		lh_doctor_say(d, "capabilities", LH_CHECK_OK, "CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s",
 		    c.bpf ? "yes" : "no", c.perfmon ? "yes" : "no", c.admin ? "yes" : "no");
 	}
 }
 
-static void check_btf(struct doctor *d)
+static void check_btf(struct lh_doctor *d)
 {
 	char msg[256];
 
 	if (lh_check_btf(msg, sizeof(msg))) {
-		say(d, "btf", ST_MISSING, "%s; no lathist verb can run", msg);
-		d->cannot = LH_TOOL_ALL;
+		lh_doctor_say(d, "btf", LH_CHECK_MISSING, "%s; no lathist verb can run", msg);
+		d->cannot = ALL_TOOLS;
 	} else {
-		say(d, "btf", ST_OK, "/sys/kernel/btf/vmlinux: CO-RE relocations and tp_btf work");
+		lh_doctor_say(d, "btf", LH_CHECK_OK, "/sys/kernel/btf/vmlinux: CO-RE relocations and tp_btf work");
 	}
 }
 
-static void check_sysctls(struct doctor *d)
+static void check_sysctls(struct lh_doctor *d)
 {
 	long paranoid = read_long("/proc/sys/kernel/perf_event_paranoid", -100);
 	long unpriv = read_long("/proc/sys/kernel/unprivileged_bpf_disabled", -100);
@@ -116,11 +130,11 @@ static void check_sysctls(struct doctor *d)
 	FILE *f = fopen("/sys/kernel/security/lockdown", "r");
 	struct statfs sfs;
 
-	say(d, "perf_event_paranoid", ST_INFO, "%ld (CAP_PERFMON or root is not limited by it)",
+	lh_doctor_say(d, "perf_event_paranoid", LH_CHECK_INFO, "%ld (CAP_PERFMON or root is not limited by it)",
 	    paranoid);
-	say(d, "unprivileged_bpf", ST_INFO, "unprivileged_bpf_disabled %ld (lathist needs "
+	lh_doctor_say(d, "unprivileged_bpf", LH_CHECK_INFO, "unprivileged_bpf_disabled %ld (lathist needs "
 	    "CAP_BPF or root either way)", unpriv);
-	say(d, "bpf_stats_enabled", ST_INFO, "%ld%s", stats, stats == 1 ?
+	lh_doctor_say(d, "bpf_stats_enabled", LH_CHECK_INFO, "%ld%s", stats, stats == 1 ?
 	    " (every BPF program run costs ~60 ns more while it is 1)" : "");
 	if (f) {
 		if (!fgets(lock, sizeof(lock), f))
@@ -129,21 +143,21 @@ static void check_sysctls(struct doctor *d)
 		lock[strcspn(lock, "\n")] = 0;
 	}
 	if (strstr(lock, "[confidentiality]")) {
-		say(d, "lockdown", ST_DENIED, "%s: the kernel refuses BPF reads of kernel memory; "
+		lh_doctor_say(d, "lockdown", LH_CHECK_DENIED, "%s: the kernel refuses BPF reads of kernel memory; "
 		    "lathist cannot run (boot with lockdown=integrity or none)", lock);
-		d->cannot = LH_TOOL_ALL;
+		d->cannot = ALL_TOOLS;
 	} else if (f || (!statfs("/sys/kernel/security", &sfs) &&
 			 sfs.f_type == SECURITYFS_MAGIC)) {
-		say(d, "lockdown", ST_OK, "%s", lock[0] ? lock : "no lockdown LSM");
+		lh_doctor_say(d, "lockdown", LH_CHECK_OK, "%s", lock[0] ? lock : "no lockdown LSM");
 	} else {	/* securityfs not mounted: nothing tells */
-		say(d, "lockdown", ST_INFO, "unknown: securityfs is not mounted (mount -t "
+		lh_doctor_say(d, "lockdown", LH_CHECK_INFO, "unknown: securityfs is not mounted (mount -t "
 		    "securityfs none /sys/kernel/security to see it); confidentiality mode would "
 		    "stop lathist");
 	}
 }
 
 /* Tracepoints: in vmlinux BTF (tp_btf, and raw_tp with its argument count) or not. */
-static void check_tracepoints(struct doctor *d)
+static void check_tracepoints(struct lh_doctor *d)
 {
 	for (int k = 0; lh_tools[k]; k++) {
 		const struct lh_tool_desc *t = lh_tools[k];
@@ -161,124 +175,65 @@ static void check_tracepoints(struct doctor *d)
 				any |= n >= 0;
 			}
 			if (n >= 0) {
-				say(d, name, ST_OK, "tp_btf and raw_tp (%d argument%s) (%s)", n,
+				lh_doctor_say(d, name, LH_CHECK_OK, "tp_btf and raw_tp (%d argument%s) (%s)", n,
 				    n == 1 ? "" : "s", e->why);
 				continue;
 			}
-			say(d, name, e->needed ? ST_MISSING : ST_INFO, "not in vmlinux BTF (%s)%s",
+			lh_doctor_say(d, name, e->needed ? LH_CHECK_MISSING : LH_CHECK_INFO, "not in vmlinux BTF (%s)%s",
 			    e->why, e->needed ? ": cannot run" : "");
 			if (e->needed)
-				d->cannot |= t->bit;
+				lh_doctor_cannot(d, t);
 		}
 		if (has_any && !any && t->any_of_missing)
-			say(d, t->any_of_check, ST_INFO, "%s", t->any_of_missing);
+			lh_doctor_say(d, t->any_of_check, LH_CHECK_INFO, "%s", t->any_of_missing);
 	}
 }
 
-/* What runq's kernel-gap checks can read here (README: Kernel gaps). */
-static void check_gap_fields(struct doctor *d)
-{
-	if (lh_btf_has_member("sched_entity", "cfs_rq"))
-		say(d, "runq rq", ST_OK, "sched_entity::cfs_rq: missed_switch counts every switch "
-		    "the kernel made with no event (rq->nr_switches)");
-	else
-		say(d, "runq rq", ST_INFO, "no sched_entity::cfs_rq (CONFIG_FAIR_GROUP_SCHED): "
-		    "missed_switch counts only switches whose prev is not the CPU's last next (a "
-		    "lower bound)");
-	if (lh_btf_has_member("sched_info", "last_queued"))
-		say(d, "runq sched_info", ST_OK, "sched_info.last_queued: a wait queued before "
-		    "tracing is told from one whose start no event showed");
-	else
-		say(d, "runq sched_info", ST_INFO, "no sched_info (CONFIG_SCHED_INFO): a task "
-		    "older than the trace, switched in with no start seen, counts as waiting since "
-		    "before tracing");
-}
-
-/* One BPF map type: probed (a test map) only with the privilege to create it. */
-static void check_map_type(struct doctor *d, const char *name, enum bpf_map_type type,
-			   enum status absent, unsigned int cannot, const char *have,
-			   const char *lack)
+int lh_doctor_map_type(struct lh_doctor *d, const char *name, enum bpf_map_type type,
+		       enum lh_check_status absent, const struct lh_tool_desc *needs,
+		       const char *have, const char *lack)
 {
 	int r;
 
 	if (!d->privileged) {
 		/* without privilege the probe fails (libbpf then says "unsupported"),
 		 * which says nothing about the kernel */
-		say(d, name, ST_DENIED, "cannot check without CAP_BPF");
-		return;
+		lh_doctor_say(d, name, LH_CHECK_DENIED, "cannot check without CAP_BPF");
+		return -EPERM;
 	}
 	r = libbpf_probe_bpf_map_type(type, NULL);
 	if (r < 0)
-		say(d, name, ST_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-r));
+		lh_doctor_say(d, name, LH_CHECK_DENIED, "cannot check: %s (needs CAP_BPF)", strerror(-r));
 	else
-		say(d, name, r == 1 ? ST_OK : absent, "%s", r == 1 ? have : lack);
-	if (r == 0)
-		d->cannot |= cannot;
+		lh_doctor_say(d, name, r == 1 ? LH_CHECK_OK : absent, "%s", r == 1 ? have : lack);
+	if (r == 0 && absent == LH_CHECK_MISSING) {
+		if (needs)
+			lh_doctor_cannot(d, needs);
+		else
+			d->cannot = ALL_TOOLS;
+	}
+	return r;
 }
 
-/* BPF atomics with a result (5.12): runq's accounting takes them (bpfcommon.h). */
-static void check_atomics(struct doctor *d)
+/* What every tool needs of the kernel beyond tracepoints: the ring buffer. */
+static void check_maps(struct lh_doctor *d)
 {
-	int r;
-
-	if (!d->privileged) {
-		say(d, "bpf atomics", ST_DENIED, "cannot check without CAP_BPF");
-		return;
-	}
-	r = lh_probe_atomics();
-	if (!r) {
-		say(d, "bpf atomics", ST_OK, "compare-and-exchange loads: runq counts each "
-		    "switch-in once beside its sweeps");
-	} else if (r == -EINVAL) {
-		say(d, "bpf atomics", ST_MISSING, "the verifier refuses compare-and-exchange "
-		    "(5.12+): runq cannot run; run it on Linux 5.12 or later");
-		d->cannot |= LH_TOOL_RUNQ;
-	} else {
-		say(d, "bpf atomics", ST_DENIED, "cannot check: %s", strerror(-r));
-	}
-}
-
-/* The end-of-run sweeps: runq's task iterators, bio's bpf_for_each_map_elem.
- * A kernel may refuse one (this VM kind refuses map iterators): the tools run
- * without it and say NOT CHECKED. */
-static void check_sweeps(struct doctor *d)
-{
-	int r;
-
-	if (!d->privileged) {
-		say(d, "sweeps", ST_DENIED, "cannot check without CAP_BPF");
-		return;
-	}
-	r = lh_probe_iter("task");
-	if (r)
-		say(d, "runq sweeps", ST_INFO, "a task iterator does not load (%s): runq runs "
-		    "without its start and end sweeps, and says NOT CHECKED", strerror(-r));
-	else
-		say(d, "runq sweeps", ST_OK, "task iterators load: the start and end sweeps run");
-	r = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_for_each_map_elem,
-				    NULL);
-	say(d, "bio sweep", r == 1 ? ST_OK : ST_INFO, "%s", r == 1 ?
-	    "bpf_for_each_map_elem: the end-of-run sweep of requests in flight runs" :
-	    "no bpf_for_each_map_elem (5.13+): bio runs without its end-of-run sweep, and says "
-	    "NOT CHECKED");
-}
-
-static void check_maps(struct doctor *d)
-{
-	check_map_type(d, "task storage", BPF_MAP_TYPE_TASK_STORAGE, ST_INFO, 0,
-		       "BPF task storage: runq pairs on tp_btf (default)",
-		       "no BPF task storage (5.11+): runq would pair on raw_tp with a pid-keyed "
-		       "map (--max-tasks)");
 	/* every run creates its ring buffer, records or not */
-	check_map_type(d, "ring buffer", BPF_MAP_TYPE_RINGBUF, ST_MISSING, LH_TOOL_ALL,
-		       "BPF ring buffer: --slower-than records work",
-		       "no BPF ring buffer (5.8+): lathist cannot run");
-	check_atomics(d);
-	check_sweeps(d);
+	lh_doctor_map_type(d, "ring buffer", BPF_MAP_TYPE_RINGBUF, LH_CHECK_MISSING, NULL,
+			   "BPF ring buffer: --slower-than records work",
+			   "no BPF ring buffer (5.8+): lathist cannot run");
+}
+
+/* Each tool's own checks (its descriptor's doctor), in registry order. */
+static void check_tools(struct lh_doctor *d)
+{
+	for (int k = 0; lh_tools[k]; k++)
+		if (lh_tools[k]->doctor)
+			lh_tools[k]->doctor(d);
 }
 
 /* Which perf events can be opened on CPU 0 (each opened and closed at once). */
-static void check_perf(struct doctor *d)
+static void check_perf(struct lh_doctor *d)
 {
 	static const char *const evs[] = { "cycles", "instructions", "cache-misses",
 					   "cpu-clock", "page-faults" };
@@ -294,9 +249,9 @@ static void check_perf(struct doctor *d)
 		snprintf(name, sizeof(name), "counter %s", evs[i]);
 		if (lh_pmu_open(&ev, 1, 1, &fd) == 1) {
 			close(fd);
-			say(d, name, ST_OK, "can be counted (--counters %s)", evs[i]);
+			lh_doctor_say(d, name, LH_CHECK_OK, "can be counted (--counters %s)", evs[i]);
 		} else {
-			say(d, name, lh_pmu_unsupported(ev.err) ? ST_MISSING : ST_DENIED, "%s "
+			lh_doctor_say(d, name, lh_pmu_unsupported(ev.err) ? LH_CHECK_MISSING : LH_CHECK_DENIED, "%s "
 			    "(perf_event_open: %s)", lh_pmu_why(ev.err), strerror(ev.err));
 		}
 	}
@@ -309,7 +264,7 @@ int doctor_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct doctor d = { .cannot = 0 };
+	struct lh_doctor d = { .cannot = 0 };
 	struct utsname u;
 	int opt, format_given = 0;
 
@@ -352,15 +307,15 @@ int doctor_main(int argc, char **argv)
 	if (d.json)
 		d.checks = json_object_new_array();
 	uname(&u);
-	say(&d, "kernel", ST_INFO, "%s %s", u.release, u.machine);
+	lh_doctor_say(&d, "kernel", LH_CHECK_INFO, "%s %s", u.release, u.machine);
 	check_caps(&d);
 	check_btf(&d);
 	check_sysctls(&d);
 	if (!access("/sys/kernel/btf/vmlinux", R_OK)) {
 		check_tracepoints(&d);
-		check_gap_fields(&d);
 	}
 	check_maps(&d);
+	check_tools(&d);
 	check_perf(&d);
 	if (d.json) {
 		json_object *o = json_object_new_object();
@@ -368,7 +323,7 @@ int doctor_main(int argc, char **argv)
 		json_object_object_add(o, "schema", json_object_new_string("lathist-doctor/1"));
 		for (int k = 0; lh_tools[k]; k++)
 			json_object_object_add(o, lh_tools[k]->name,
-					       json_object_new_boolean(!(d.cannot & lh_tools[k]->bit)));
+					       json_object_new_boolean(!(d.cannot & 1U << k)));
 		json_object_object_add(o, "checks", d.checks);
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 						    JSON_C_TO_STRING_SPACED |
@@ -379,7 +334,7 @@ int doctor_main(int argc, char **argv)
 		for (int k = 0; lh_tools[k]; k++)
 			printf("%s:%*s%s\n", lh_tools[k]->name,
 			       strlen(lh_tools[k]->name) < 4 ? 5 - (int)strlen(lh_tools[k]->name) : 1,
-			       "", d.cannot & lh_tools[k]->bit ? "cannot run (see above)" : "can run");
+			       "", d.cannot & 1U << k ? "cannot run (see above)" : "can run");
 	}
 	/* a failed write leaves the flag; a reader that quit early (| head) is none */
 	if ((fflush(stdout) || ferror(stdout)) && errno != EPIPE) {

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include "report.h"
 
+struct lh_doctor;
+
 /* A tracepoint the tool attaches, as doctor checks it. */
 struct lh_tool_tp {
 	const char *event;	/* "sched/sched_switch" */
@@ -24,7 +26,8 @@ struct lh_tool_desc {
 	const char *name;			/* the verb: "runq" */
 	const char *summary;			/* one line for lathist -h */
 	int (*main)(int argc, char **argv);	/* argv[0] is the verb */
-	unsigned int bit;			/* enum lh_tool_bit: doctor's checks */
+	void (*doctor)(struct lh_doctor *d);	/* its checks beyond its tracepoints
+						 * (doctor.h), NULL for none */
 	/* what each counter means in this tool's words, [LH_NR_COUNTERS]; NULL where
 	 * the tool counts none: the outputs show only the counters it names */
 	const char *const *counter_desc;

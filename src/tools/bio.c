@@ -29,6 +29,7 @@
 #include "cgroup.h"
 #include "context.h"
 #include "target.h"
+#include "doctor.h"
 
 #define TOOL "bio"
 
@@ -930,12 +931,31 @@ static const struct lh_tool_tp bio_tps[] = {
 	{ "block/block_rq_merge", false, 0, "bio: merged requests (else seen as reuse)" },
 };
 
+/* What bio needs beyond its tracepoints, for lathist doctor: bpf_for_each_map_elem
+ * (5.13) for its end-of-run sweep of the requests in flight; without it bio runs
+ * and says NOT CHECKED. */
+static void bio_doctor(struct lh_doctor *d)
+{
+	int r;
+
+	if (!lh_doctor_privileged(d)) {
+		lh_doctor_say(d, "bio sweep", LH_CHECK_DENIED, "cannot check without CAP_BPF");
+		return;
+	}
+	r = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_for_each_map_elem,
+				    NULL);
+	lh_doctor_say(d, "bio sweep", r == 1 ? LH_CHECK_OK : LH_CHECK_INFO, "%s", r == 1 ?
+		      "bpf_for_each_map_elem: the end-of-run sweep of requests in flight runs" :
+		      "no bpf_for_each_map_elem (5.13+): bio runs without its end-of-run sweep, "
+		      "and says NOT CHECKED");
+}
+
 /* bio's registry descriptor (src/registry.h). */
 const struct lh_tool_desc bio_tool = {
 	.name = "bio",
 	.summary = "block I/O latency: queue and device time, per process, disk, op",
 	.main = bio_main,
-	.bit = LH_TOOL_BIO,
+	.doctor = bio_doctor,
 	.counter_desc = bio_counter_desc,
 	.noun = "requests",
 	.everyone = "all requests",

@@ -29,6 +29,7 @@
 #include "util.h"
 #include "cgroup.h"
 #include "target.h"
+#include "doctor.h"
 
 #define TOOL "runq"
 
@@ -1166,12 +1167,70 @@ static const struct lh_tool_tp runq_tps[] = {
 	{ "sched/sched_process_exit", false, 0, "runq: stale starts of exiting tasks" },
 };
 
+/* What runq needs of this kernel beyond its tracepoints, for lathist doctor: BPF
+ * atomics with a result (5.12: its accounting), task storage (tp_btf's pairing),
+ * task iterators (its sweeps), and the fields its kernel-gap checks read. */
+static void runq_doctor(struct lh_doctor *d)
+{
+	int r;
+
+	if (!access("/sys/kernel/btf/vmlinux", R_OK)) {
+		if (lh_btf_has_member("sched_entity", "cfs_rq"))
+			lh_doctor_say(d, "runq rq", LH_CHECK_OK, "sched_entity::cfs_rq: missed_switch "
+				      "counts every switch the kernel made with no event "
+				      "(rq->nr_switches)");
+		else
+			lh_doctor_say(d, "runq rq", LH_CHECK_INFO, "no sched_entity::cfs_rq "
+				      "(CONFIG_FAIR_GROUP_SCHED): missed_switch counts only switches "
+				      "whose prev is not the CPU's last next (a lower bound)");
+		if (lh_btf_has_member("sched_info", "last_queued"))
+			lh_doctor_say(d, "runq sched_info", LH_CHECK_OK, "sched_info.last_queued: a "
+				      "wait queued before tracing is told from one whose start no "
+				      "event showed");
+		else
+			lh_doctor_say(d, "runq sched_info", LH_CHECK_INFO, "no sched_info "
+				      "(CONFIG_SCHED_INFO): a task older than the trace, switched in "
+				      "with no start seen, counts as waiting since before tracing");
+	}
+	lh_doctor_map_type(d, "task storage", BPF_MAP_TYPE_TASK_STORAGE, LH_CHECK_INFO, NULL,
+			   "BPF task storage: runq pairs on tp_btf (default)",
+			   "no BPF task storage (5.11+): runq would pair on raw_tp with a pid-keyed "
+			   "map (--max-tasks)");
+	if (!lh_doctor_privileged(d)) {
+		lh_doctor_say(d, "bpf atomics", LH_CHECK_DENIED, "cannot check without CAP_BPF");
+		lh_doctor_say(d, "runq sweeps", LH_CHECK_DENIED, "cannot check without CAP_BPF");
+		return;
+	}
+	r = lh_probe_atomics();
+	if (!r) {
+		lh_doctor_say(d, "bpf atomics", LH_CHECK_OK, "compare-and-exchange loads: runq counts "
+			      "each switch-in once beside its sweeps");
+	} else if (r == -EINVAL) {
+		lh_doctor_say(d, "bpf atomics", LH_CHECK_MISSING, "the verifier refuses "
+			      "compare-and-exchange (5.12+): runq cannot run; run it on Linux 5.12 "
+			      "or later");
+		lh_doctor_cannot(d, &runq_tool);
+	} else {
+		lh_doctor_say(d, "bpf atomics", LH_CHECK_DENIED, "cannot check: %s", strerror(-r));
+	}
+	/* a kernel may refuse iterators (this VM kind refuses map iterators): runq then
+	 * runs without its sweeps and says NOT CHECKED */
+	r = lh_probe_iter("task");
+	if (r)
+		lh_doctor_say(d, "runq sweeps", LH_CHECK_INFO, "a task iterator does not load (%s): "
+			      "runq runs without its start and end sweeps, and says NOT CHECKED",
+			      strerror(-r));
+	else
+		lh_doctor_say(d, "runq sweeps", LH_CHECK_OK, "task iterators load: the start and end "
+			      "sweeps run");
+}
+
 /* runq's registry descriptor (src/registry.h). */
 const struct lh_tool_desc runq_tool = {
 	.name = "runq",
 	.summary = "runqueue latency: wakeup latency and preemption wait",
 	.main = runq_main,
-	.bit = LH_TOOL_RUNQ,
+	.doctor = runq_doctor,
 	.counter_desc = runq_counter_desc,
 	.noun = "waits",
 	.everyone = "all tasks",
