@@ -2,6 +2,7 @@
 /* Which tasks a run traces: processes, cgroup v2 folders, the PID namespace. */
 #include <errno.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,4 +130,79 @@ int lh_check_pidns(const char *tool, const char *uses_ids)
 		       "(nsenter -t 1 -p, docker run --pid=host), or leave out what takes or shows "
 		       "pids", uses_ids);
 	return -EINVAL;
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+long lh_proc_tids(uint32_t pid_filter, uint32_t tid_filter, uint32_t **out)
+{
+	uint32_t *v = NULL;
+	size_t n = 0, cap = 0;
+	DIR *procs, *tasks;
+	struct dirent *p, *t;
+	char path[64];
+
+	procs = opendir("/proc");
+	if (!procs)
+		return -1;
+	while ((p = readdir(procs))) {
+		uint32_t pid;
+
+		if (lh_parse_u32(p->d_name, 1, UINT32_MAX, &pid) ||
+		    (pid_filter && pid != pid_filter))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/task", pid);
+		tasks = opendir(path);
+		while (tasks && (t = readdir(tasks))) {
+			uint32_t tid;
+
+			if (lh_parse_u32(t->d_name, 1, UINT32_MAX, &tid) || (tid_filter && tid != tid_filter))
+				continue;
+			if (n == cap) {
+				uint32_t *nv = realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
+
+				if (!nv) {
+					closedir(tasks);
+					closedir(procs);
+					free(v);
+					return -1;
+				}
+				v = nv;
+			}
+			v[n++] = tid;
+		}
+		if (tasks)
+			closedir(tasks);
+	}
+	closedir(procs);
+	if (n)
+		qsort(v, n, sizeof(*v), by_tid);
+	*out = v;
+	return (long)n;
+}
+
+uint64_t lh_uptime_ticks(void)
+{
+	FILE *f = fopen("/proc/uptime", "re");
+	double up = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lf", &up) != 1)
+		up = 0;
+	fclose(f);
+	return hz > 0 && up > 0 ? (uint64_t)(up * (double)hz) : 0;
+}
+
+bool lh_task_started_since(uint32_t tid, uint64_t since)
+{
+	uint64_t start;
+
+	return lh_task_start_ticks(tid, &start) || start >= since;	/* gone: not alive all through */
 }

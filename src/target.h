@@ -37,4 +37,15 @@ bool lh_in_init_pidns(void);
  * caller's: a one-line usage error naming it, and -EINVAL. */
 int lh_check_pidns(const char *tool, const char *uses_ids);
 
+/* The tids /proc shows of the tasks pid_filter and tid_filter select (0: any), sorted,
+ * into *out (malloc'd): how many, or -1 (no /proc, no memory). */
+long lh_proc_tids(uint32_t pid_filter, uint32_t tid_filter, uint32_t **out);
+
+/* Clock ticks since boot now (/proc/uptime), or 0. */
+uint64_t lh_uptime_ticks(void);
+
+/* Did task tid start at or after tick since (its /proc stat starttime), or is it
+ * gone? Then it is not the task a scan before since saw under that tid. */
+bool lh_task_started_since(uint32_t tid, uint64_t since);
+
 #endif /* LATHIST_TARGET_H */

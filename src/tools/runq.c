@@ -5,7 +5,6 @@
  * read-only options -> choose variant and size maps -> load -> attach ->
  * loop (flip buffer, read, render) -> cleanup.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -750,79 +749,6 @@ static int fill_counters(struct runq_ctx *x)
 	return 0;
 }
 
-/* The tids /proc shows of the tasks -p / -t select (every task without them),
- * sorted, into *out (malloc'd); how many, or -1. */
-static long proc_tids(const struct runq_opts *o, uint32_t **out)
-{
-	uint32_t *v = NULL;
-	size_t n = 0, cap = 0;
-	DIR *procs, *tasks;
-	struct dirent *p, *t;
-	char path[64];
-
-	procs = opendir("/proc");
-	if (!procs)
-		return -1;
-	while ((p = readdir(procs))) {
-		uint32_t pid;
-
-		if (lh_parse_u32(p->d_name, 1, UINT32_MAX, &pid) ||
-		    (o->c.pid && pid != o->c.pid))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%u/task", pid);
-		tasks = opendir(path);
-		while (tasks && (t = readdir(tasks))) {
-			uint32_t tid;
-
-			if (lh_parse_u32(t->d_name, 1, UINT32_MAX, &tid) || (o->tid && tid != o->tid))
-				continue;
-			if (n == cap) {
-				uint32_t *nv = realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
-
-				if (!nv) {
-					closedir(tasks);
-					closedir(procs);
-					free(v);
-					return -1;
-				}
-				v = nv;
-			}
-			v[n++] = tid;
-		}
-		if (tasks)
-			closedir(tasks);
-	}
-	closedir(procs);
-	if (n)
-		qsort(v, n, sizeof(*v), by_u32);
-	*out = v;
-	return (long)n;
-}
-
-/* Clock ticks since boot now (/proc/uptime), or 0. */
-static uint64_t uptime_ticks(void)
-{
-	FILE *f = fopen("/proc/uptime", "re");
-	double up = 0;
-	long hz = sysconf(_SC_CLK_TCK);
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lf", &up) != 1)
-		up = 0;
-	fclose(f);
-	return hz > 0 && up > 0 ? (uint64_t)(up * (double)hz) : 0;
-}
-
-/* Did task tid start at or after tick `since` (its /proc stat starttime)?
- * Then it is not the task a scan before `since` saw under that tid. */
-static bool started_since(uint32_t tid, uint64_t since)
-{
-	uint64_t start;
-
-	return lh_task_start_ticks(tid, &start) || start >= since;	/* gone: not alive all through */
-}
-
 /*
  * Traced tasks the end sweep did not see: in /proc before and after it (alive
  * all through: the same task, not one that took its tid since the scan before,
@@ -838,12 +764,12 @@ static uint64_t hidden_tasks(const struct runq_opts *o, const uint32_t *before, 
 	long na;
 
 	if (o->c.cgroup_id || nb < 0 || !since || !lh_in_init_pidns() ||
-	    (na = proc_tids(o, &after)) < 0)
+	    (na = lh_proc_tids(o->c.pid, o->tid, &after)) < 0)
 		return 0;
 	for (long i = 0; i < nb; i++)
 		if (bsearch(&before[i], after, (size_t)na, sizeof(*after), by_u32) &&
 		    !bsearch(&before[i], seen, n, sizeof(*seen), by_u32) &&
-		    !started_since(before[i], since))
+		    !lh_task_started_since(before[i], since))
 			hidden++;
 	free(after);
 	return hidden;
@@ -892,8 +818,8 @@ static void sweep(struct lh_session *s, bool last)
 	if (!bpf_program__autoload(p))
 		return;
 	if (last) {
-		since = uptime_ticks();
-		nb = proc_tids(x->o, &before);
+		since = lh_uptime_ticks();
+		nb = lh_proc_tids(x->o->c.pid, x->o->tid, &before);
 	}
 	/* no slot changes hands while the sweep may hold it (bpf/runq.bpf.c) */
 	x->skel->bss->slot_sweeping = 1;
