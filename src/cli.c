@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,16 @@ const char lh_common_help[] =
 	"      --attach TYPE      auto (default: tp_btf, else raw_tp), tp_btf or raw_tp\n"
 	"      --max-keys N       entries of the keyed histogram map (default: sized)\n"
 	"  -h, --help             this synopsis; -h -v: every counter too\n";
+
+bool lh_help_verbose(const struct lh_common_opts *o, int argc, char **argv)
+{
+	if (o->verbose)
+		return true;
+	for (int i = optind; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+			return true;
+	return false;
+}
 
 void lh_print_help(const char *tool_help, const char *tool, bool verbose)
 {

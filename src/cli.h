@@ -200,6 +200,10 @@ int lh_opt_once(unsigned int *seen, unsigned int bit, const char *name, const ch
 /* The text shared by every verb's -h for the common options. */
 extern const char lh_common_help[];
 
+/* -h was given (o->help, where getopt stopped: optind): is -v, before it or among
+ * the words after it (which -h leaves unread)? Then -h adds the glossary. */
+bool lh_help_verbose(const struct lh_common_opts *o, int argc, char **argv);
+
 /* A tool's -h on stdout: tool_help (its own options), the common options, and with
  * verbose what every counter of the tool means (its descriptor's counter_desc). */
 void lh_print_help(const char *tool_help, const char *tool, bool verbose);

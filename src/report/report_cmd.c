@@ -212,6 +212,10 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 		case LH_OPT_LABEL:
 			if (lh_common_opt(&o->c, opt, optarg, TOOL) < 0)
 				return LH_EXIT_USAGE;
+			if (o->c.help) {	/* -h wins over what follows it */
+				fputs(report_help, stdout);
+				return -1;
+			}
 			break;
 		case OPT_HEATMAP:
 			if (o->heatmap) {
@@ -246,10 +250,6 @@ static int report_options(int argc, char **argv, struct report_opts *o)
 			lh_bad_option(TOOL, opt, argv, longopts);
 			return LH_EXIT_USAGE;
 		}
-	}
-	if (o->c.help) {
-		fputs(report_help, stdout);
-		return -1;
 	}
 	o->first = optind;
 	if (optind >= argc && !o->diff) {

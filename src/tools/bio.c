@@ -192,6 +192,8 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 		err = lh_common_opt(&o->c, opt, optarg, TOOL);
 		if (err < 0)
 			return -EINVAL;
+		if (o->c.help)
+			break;	/* -h wins over what follows it */
 		if (err == 0)
 			continue;
 		err = 0;
@@ -272,13 +274,13 @@ int bio_parse_args(int argc, char **argv, struct bio_opts *o)
 			return -EINVAL;
 		}
 	}
+	if (o->c.help) {
+		lh_print_help(bio_help, TOOL, lh_help_verbose(&o->c, argc, argv));
+		return 1;
+	}
 	if (optind < argc) {
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist bio -h", argv[optind]);
 		return -EINVAL;
-	}
-	if (o->c.help) {
-		lh_print_help(bio_help, TOOL, o->c.verbose);
-		return 1;
 	}
 	if (lh_text_grouped(o->c.text_given, o->group != 0,
 			    "add a grouping (--per-...), or drop it", TOOL))

@@ -213,6 +213,8 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		err = lh_common_opt(&o->c, opt, optarg, TOOL);
 		if (err < 0)
 			return -EINVAL;
+		if (o->c.help)
+			break;	/* -h wins over what follows it */
 		if (err == 0)
 			continue;
 		switch (opt) {
@@ -264,13 +266,13 @@ int runq_parse_args(int argc, char **argv, struct runq_opts *o)
 		if (err)
 			return -EINVAL;
 	}
+	if (o->c.help) {
+		lh_print_help(runq_help, TOOL, lh_help_verbose(&o->c, argc, argv));
+		return 1;
+	}
 	if (optind < argc) {
 		lh_usage_error(TOOL, "unexpected argument '%s'; see lathist runq -h", argv[optind]);
 		return -EINVAL;
-	}
-	if (o->c.help) {
-		lh_print_help(runq_help, TOOL, o->c.verbose);
-		return 1;
 	}
 	if (lh_text_grouped(o->c.text_given, o->group != RUNQ_GROUP_TOTAL,
 			    "add a grouping (--per-...), or drop it", TOOL))

@@ -90,7 +90,8 @@ def test_losses_page_names_every_class():
 
 def test_help_is_a_synopsis():
     """Each verb's -h fits a screen (at most 50 lines, none over 100 columns) and lists
-    its options; the counter glossary comes only with -v, whichever comes first."""
+    its options; the counter glossary comes only with -v, whichever comes first; -h
+    wins over any option after it."""
     for verb in VERBS:
         p = subprocess.run([LATHIST, verb, "-h"], capture_output=True, text=True)
         lines = p.stdout.splitlines()
@@ -104,6 +105,14 @@ def test_help_is_a_synopsis():
         p = subprocess.run([LATHIST, "runq", *args], capture_output=True, text=True)
         check(p.returncode == 0 and "LOSS: " in p.stdout and "missed_switch_in" in p.stdout,
               f"runq {' '.join(args)}: no glossary: {p.stdout[-300:]!r}")
+    # -h wins over what follows it, good or bad; what comes before it is read as usual
+    for args in (["runq", "-h", "--bogus"], ["runq", "-h", "-p", "999999999"],
+                 ["bio", "-h", "--disk", "nosuchdisk0"], ["report", "-h", "-f", "bogus"]):
+        p = subprocess.run([LATHIST, *args], capture_output=True, text=True)
+        check(p.returncode == 0 and p.stdout.startswith(f"Usage: lathist {args[0]}") and
+              not p.stderr, f"{args}: rc {p.returncode}, {p.stderr!r}")
+    p = subprocess.run([LATHIST, "runq", "--bogus", "-h"], capture_output=True, text=True)
+    check(p.returncode == 2 and "--bogus" in p.stderr, f"--bogus -h: rc {p.returncode}")
     p = subprocess.run([LATHIST, "bio", "-h", "-v"], capture_output=True, text=True)
     check("missed_completion" in p.stdout and "switch-in" not in p.stdout and
           "missed_switch_in" not in p.stdout, f"bio -h -v speaks of runq: {p.stdout[-600:]!r}")
