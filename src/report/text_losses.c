@@ -143,7 +143,7 @@ static void say_losses(FILE *f, const struct lh_report *r, bool grouped, bool ma
 		else if (r->charged)
 			fprintf(f, " Maxima could be higher. %" PRIu64 " of them are charged to their "
 				"keys (LOST); the other %" PRIu64 " could be any key's.", r->charged,
-				lost - r->charged);
+				lost > r->charged ? lost - r->charged : 0);
 		else
 			fputs(" Maxima could be higher.", f);
 		if (r->trend == LH_TREND_RISES)
