@@ -68,6 +68,7 @@ static bool reserved_label(const char *name)
 	static const char *const names[] = {
 		"le", "quantile", "class", "kind", "stage", "lathist_run", "version", "kernel",
 		"clock", "grouping", "unit", "precision",
+		"instance", "job",	/* Prometheus's target labels: a scrape replaces them */
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -114,7 +115,9 @@ int lh_opt_label(struct lh_common_opts *o, const char *arg, const char *tool)
 	if (reserved_label(name)) {
 		lh_usage_error(tool, "--label '%s': %s %s; give another name", arg, name,
 			       !strncmp(name, "__", 2) ? "begins with __, which Prometheus keeps for "
-			       "its own labels" : "is a label lathist sets itself");
+			       "its own labels" : !strcmp(name, "instance") || !strcmp(name, "job") ?
+			       "is a target label, which Prometheus sets on every series it scrapes" :
+			       "is a label lathist sets itself");
 		return -EINVAL;
 	}
 	for (int i = 0; i < o->nlabels; i++)

@@ -476,6 +476,12 @@ static int bind_listen(struct serve *sv)
 		return LH_EXIT_USAGE;
 	}
 	port = strrchr(host, ':');
+	/* "::1:9583" reads as an IPv6 address with or without a port: refused */
+	if (host[0] != '[' && strchr(host, ':') != port) {
+		lh_usage_error(TOOL, "--listen '%s': an IPv6 address goes in brackets before its "
+			       "port; give [ADDRESS]:PORT, e.g. [::1]:9581", sv->listen);
+		return LH_EXIT_USAGE;
+	}
 	*port++ = 0;
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		memmove(host, host + 1, strlen(host));

@@ -769,6 +769,8 @@ BAD = [
     (["-f", "prometheus", "--buckets", "1us..1m", "--buckets", "1ms..1s"], 2, "given twice"),
     (["-f", "openmetrics", "--label", "le=1"], 2, "le is a label lathist sets"),
     (["-f", "openmetrics", "--label", "__x=1"], 2, "__x begins with __, which Prometheus keeps"),
+    (["-f", "prometheus", "--label", "job=x"], 2, "job is a target label, which Prometheus sets"),
+    (["-f", "openmetrics", "--label", "instance=x"], 2, "instance is a target label"),
     (["--cgroup", "/nonexistent-lathist/cg"], 2, "'/nonexistent-lathist/cg': no such folder, "
      "nor "),
     (["-f", "openmetrics", "--label", "9x=1"], 2, "give NAME=VALUE"),

@@ -260,6 +260,10 @@ def test_serve_refusals():
     for args, value in ((["--listen", "127.0.0.1:99999"], "99999"),
                         (["--listen", "localhost"], "localhost"),
                         (["--listen", "[::1]"], "no port after the bracketed address"),
+                        # an address or a port? IPv6 goes in brackets
+                        (["--listen", "::1:9583"], "an IPv6 address goes in brackets"),
+                        # Prometheus's target labels: a scrape would replace them
+                        (["--label", "instance=a"], "instance is a target label"),
                         (["--tools", "runq,nope"], "nope"), (["--tools", ""], "--tools"),
                         (["--tools", "runq,"], "an empty name"),
                         (["--max-series", "0"], "0"), (["--fold-idle", "10ms"], "10ms"),
