@@ -464,16 +464,29 @@ int lh_attach_parse(const char *s, enum lh_attach_mode *t)
 	return -EINVAL;
 }
 
+/* The text options in LH_OPT_SORT order: bit i of a given mask is text_opts[i]. */
+static const char *const text_opts[] = { "--sort", "--top", "--histograms" };
+
+/* The first text option in given (a non-zero mask of lh_text_opt's bits). */
+static const char *first_text_opt(unsigned int given)
+{
+	int i = 0;
+
+	while (!(given & (1U << i)))
+		i++;
+	return text_opts[i];
+}
+
 int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char *arg,
 		const char *tool)
 {
 	static const char *const sorts[] = { "total", "count", "p99", "max" };
-	const char *name = opt == LH_OPT_SORT ? "--sort" : opt == LH_OPT_TOP ? "--top" :
-			   "--histograms";
 	uint32_t *n = opt == LH_OPT_TOP ? &t->top : &t->histograms;
+	const char *name;
 
 	if (opt != LH_OPT_SORT && opt != LH_OPT_TOP && opt != LH_OPT_HISTOGRAMS)
 		return 1;
+	name = text_opts[opt - LH_OPT_SORT];
 	if (lh_opt_once(given, 1U << (opt - LH_OPT_SORT), name, tool))
 		return -EINVAL;
 	if (opt == LH_OPT_SORT) {
@@ -499,30 +512,18 @@ int lh_text_opt(struct lh_text_opts *t, unsigned int *given, int opt, const char
 
 int lh_text_only(unsigned int given, enum lh_format format, const char *tool)
 {
-	static const char *const names[] = { "--sort", "--top", "--histograms" };
-
 	if (!given || format == LH_FMT_TEXT)
 		return 0;
-	for (int i = 0; i < 3; i++)
-		if (given & (1U << i)) {
-			lh_usage_error(tool, "%s shapes the text output; drop it, or drop -f (JSON, CSV "
-				       "and OpenMetrics keep every key)", names[i]);
-			break;
-		}
+	lh_usage_error(tool, "%s shapes the text output; drop it, or drop -f (JSON, CSV and "
+		       "OpenMetrics keep every key)", first_text_opt(given));
 	return -EINVAL;
 }
 
 int lh_text_grouped(unsigned int given, bool grouped, const char *fix, const char *tool)
 {
-	static const char *const names[] = { "--sort", "--top", "--histograms" };
-
 	if (!given || grouped)
 		return 0;
-	for (int i = 0; i < 3; i++)
-		if (given & (1U << i)) {
-			lh_usage_error(tool, "%s shapes the text of a grouped run; %s", names[i], fix);
-			break;
-		}
+	lh_usage_error(tool, "%s shapes the text of a grouped run; %s", first_text_opt(given), fix);
 	return -EINVAL;
 }
 
