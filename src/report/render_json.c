@@ -470,7 +470,7 @@ static json_object *loss_json(const struct lh_report *r)
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < LH_NR_COUNTERS; i++)
-		if (lh_meta_counts(&r->meta, i) && !(lh_counter_info(i)->needs & ~r->meta.features))
+		if (lh_meta_counts(&r->meta, i))
 			json_object_object_add(o, lh_counter_info(i)->name, u64(v[i]));
 	if (lh_meta_counts(&r->meta, LH_GAP_MISSED_SWITCH)) {
 		json_object *a = json_object_new_array();

@@ -274,8 +274,7 @@ void lh_render_openmetrics(FILE *f, const struct lh_report *r, const struct lh_o
 		for (int i = 0; i < LH_NR_COUNTERS; i++) {
 			const struct lh_counter_info *ci = lh_counter_info(i);
 
-			if (ci->loss != (bool)loss || ci->gap || !lh_meta_counts(m, i) ||
-			    (ci->needs & ~m->features))
+			if (ci->loss != (bool)loss || ci->gap || !lh_meta_counts(m, i))
 				continue;
 			snprintf(more, sizeof(more), "class=\"%s\"", ci->name);
 			plain(f, o, name, more);

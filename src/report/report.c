@@ -507,7 +507,7 @@ const char *lh_meta_counter_desc(const struct lh_meta *m, int i)
 
 bool lh_meta_counts(const struct lh_meta *m, int i)
 {
-	return lh_meta_counter_desc(m, i) != NULL;
+	return lh_meta_counter_desc(m, i) && !(lh_counter_info(i)->needs & ~m->features);
 }
 
 uint64_t lh_report_key_charge(const struct lh_report *r, const struct lh_key *key)

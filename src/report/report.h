@@ -135,7 +135,8 @@ struct lh_meta {
 	size_t nparts;
 };
 
-/* Does m's tool count counter i (its descriptor names it)? */
+/* Does m's run count counter i: its tool's descriptor names it, and the run has the
+ * outputs it needs (its needs, e.g. records_eligible only with records)? */
 bool lh_meta_counts(const struct lh_meta *m, int i);
 
 /* What m's tool says counter i means; NULL when it does not count it. */

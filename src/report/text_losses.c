@@ -240,7 +240,7 @@ static void print_counter_table(struct lh_out *o, const struct lh_report *r)
 		const struct lh_counter_info *ci = lh_counter_info(i);
 		const char *desc = lh_meta_counter_desc(&r->meta, i);
 
-		if (!desc || (ci->needs & ~r->meta.features))
+		if (!lh_meta_counts(&r->meta, i))
 			continue;
 		lh_out_printf(o, "  %-22s %12" PRIu64, ci->name, v[i]);
 		if (events && lh_counter_of_events(i, r->meta.features))
