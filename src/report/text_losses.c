@@ -60,6 +60,18 @@ static int name_classes(FILE *f, const uint64_t *v, uint64_t events, bool hist)
 	return n;
 }
 
+/* The losses of a scope (enum lh_scope bits) that no end counted (not of_events: a
+ * start dropped, a wait no event showed): events does not hold them. */
+static uint64_t lost_outside_ends(const uint64_t *v, unsigned int scope, unsigned int features)
+{
+	uint64_t n = 0;
+
+	for (int i = LH_FIRST_LOSS; i < LH_NR_COUNTERS; i++)
+		if ((lh_counter_info(i)->scope & scope) && !lh_counter_of_events(i, features))
+			n = lh_add_sat(n, v[i]);
+	return n;
+}
+
 /* The names of percentiles first..last joined: "p99", "p99 and p99.9", "p90, p99 and p99.9". */
 static void say_names(FILE *f, size_t first, size_t last)
 {
@@ -108,22 +120,15 @@ static void say_losses(FILE *f, const struct lh_report *r, bool grouped, bool ma
 	const uint64_t *v = r->counters;
 	bool slices = r->meta.features & (LH_FEAT_ONCPU | LH_FEAT_COUNTERS);
 	const char *noun = slices ? "waits and slices" : r->meta.desc ? r->meta.desc->noun : "events";
-	uint64_t events = v[LH_EV_ENDS], lost = 0;
+	unsigned int scope = slices ? LH_SCOPE_EVENTS | LH_SCOPE_SLICES : LH_SCOPE_EVENTS;
+	uint64_t lost = lh_scope_lost(v, scope), events;
 	char share[16];
 
-	/* what the histograms could hold: the ends seen, the losses that are no part of
-	 * them, and with slices traced the slices and their losses */
+	/* what the histograms could hold: the ends seen (and with slices traced the
+	 * slices), and the losses no end counted */
+	events = lh_add_sat(v[LH_EV_ENDS], lost_outside_ends(v, scope, r->meta.features));
 	if (slices)
 		events = lh_add_sat(events, v[LH_EV_SLICES]);
-	for (int i = LH_FIRST_LOSS; i < LH_NR_COUNTERS; i++) {
-		const struct lh_counter_info *ci = lh_counter_info(i);
-
-		if (!(ci->scope & LH_SCOPE_EVENTS) && !(slices && (ci->scope & LH_SCOPE_SLICES)))
-			continue;
-		lost = lh_add_sat(lost, v[i]);
-		if (!lh_counter_of_events(i, r->meta.features))
-			events = lh_add_sat(events, v[i]);
-	}
 	if (lost)
 		fprintf(f, "lost %" PRIu64 " of %" PRIu64 " %s (%s): ", lost, events, noun,
 			lh_share(lost, events, share, sizeof(share)));
@@ -223,14 +228,10 @@ static void say_gaps(FILE *f, const struct lh_report *r)
 static void print_counter_table(struct lh_out *o, const struct lh_report *r)
 {
 	const uint64_t *v = r->counters;
-	uint64_t events = v[LH_EV_ENDS], outside = 0;
+	uint64_t events = v[LH_EV_ENDS];
+	uint64_t outside = lost_outside_ends(v, LH_SCOPE_EVENTS, r->meta.features);
 	char share[16];
 
-
-	for (int i = LH_FIRST_LOSS; i < LH_NR_COUNTERS; i++)
-		if ((lh_counter_info(i)->scope & LH_SCOPE_EVENTS) &&
-		    !lh_counter_of_events(i, r->meta.features))
-			outside = lh_add_sat(outside, v[i]);
 	lh_out_printf(o, "\nevents and losses (shares of %" PRIu64 " events", events);
 	if (outside && !(r->meta.features & (LH_FEAT_ONCPU | LH_FEAT_COUNTERS)))
 		lh_out_printf(o, "; the loss line's are of %" PRIu64 ": these and the %" PRIu64
